@@ -1,0 +1,3 @@
+from offlint.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Static analysis: parse, model, and run the rule catalogue over Python sources (needs libcst)."""

@@ -1,0 +1,290 @@
+"""What a value is, as far as capture safety cares: a stream, an event, a pinned host tensor...
+
+Light, flow-insensitive type tracking. Evidence is taken in this order: constructors and
+factory calls (`torch.cuda.Stream()`, `torch.empty(..., pin_memory=True)`, `.pin_memory()`,
+`.to("cuda")`), annotations, then - only as a last resort, and only in a module that imports
+torch - names (`*_stream`, `*_event`). Name-based guesses are marked `guessed` so rules that
+must not guess can refuse them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import libcst as cst
+
+from offlint.analysis.imports import NameResolver, dotted_name
+from offlint.analysis.torch_api import (
+    EVENT_CONSTRUCTORS,
+    GRAPH_CONSTRUCTORS,
+    STREAM_CONSTRUCTORS,
+)
+
+
+class Kind(enum.Enum):
+    STREAM = "stream"
+    EVENT = "event"
+    GRAPH = "cuda-graph"
+    PINNED_HOST = "pinned host tensor"
+    PAGEABLE_HOST = "pageable host tensor"
+    DEVICE_TENSOR = "device tensor"
+    TENSOR = "tensor"  # a torch tensor whose placement is unknown
+    NOT_TORCH = "not a torch object"  # threading.Event, numpy arrays, Popen, ...
+    UNKNOWN = "unknown"
+
+    @property
+    def is_tensor(self) -> bool:
+        return self in (Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.DEVICE_TENSOR, Kind.TENSOR)
+
+
+@dataclass(frozen=True)
+class Typed:
+    kind: Kind
+    guessed: bool = False  # True when only the name suggested the kind
+
+    @property
+    def known(self) -> bool:
+        return self.kind is not Kind.UNKNOWN and not self.guessed
+
+
+UNKNOWN = Typed(Kind.UNKNOWN)
+
+_TENSOR_FACTORIES = frozenset(
+    {
+        "torch.empty",
+        "torch.zeros",
+        "torch.ones",
+        "torch.full",
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.arange",
+        "torch.tensor",
+        "torch.as_tensor",
+        "torch.from_numpy",
+        "torch.empty_strided",
+        "torch.cat",
+        "torch.stack",
+    }
+)
+_LIKE_FACTORIES = frozenset(
+    {"torch.empty_like", "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.rand_like", "torch.randn_like"}
+)
+_NOT_TORCH_PREFIXES = (
+    "threading.",
+    "multiprocessing.",
+    "asyncio.",
+    "subprocess.",
+    "numpy.",
+    "queue.",
+    "concurrent.",
+)
+_DEVICE_METHODS = frozenset({"cuda"})
+_HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def is_true(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def names_cuda_device(expr: cst.BaseExpression | None, resolver: NameResolver) -> bool:
+    """True for `"cuda"`, `"cuda:0"`, `torch.device("cuda")`, `device=torch.cuda.current_device()`
+    and names that plainly hold a device (`device`, `self.device`, `*_device`)."""
+    if expr is None:
+        return False
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value.startswith("cuda") if isinstance(expr.evaluated_value, str) else False
+    if isinstance(expr, cst.Call):
+        q = resolver.qualname(expr.func)
+        if q == "torch.device" and expr.args:
+            return names_cuda_device(expr.args[0].value, resolver)
+        return q in ("torch.cuda.current_device",)
+    if isinstance(expr, cst.Integer):
+        return True  # `.to(0)`, `device=0`: a CUDA ordinal
+    dotted = dotted_name(expr)
+    if dotted is not None:
+        last = dotted.split(".")[-1]
+        return last == "device" or last.endswith("_device") or last in ("cuda_device", "gpu")
+    return False
+
+
+def names_cpu_device(expr: cst.BaseExpression | None) -> bool:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value == "cpu"
+    return False
+
+
+class KindOracle:
+    """Answers `kind_of(expr)` given the bindings visible at a point (locals, self attributes,
+    module globals). Bindings are filled by the model builder."""
+
+    def __init__(self, resolver: NameResolver, module_has_torch: bool) -> None:
+        self.resolver = resolver
+        self.module_has_torch = module_has_torch
+        self.globals: dict[str, Typed] = {}
+
+    def of_call(self, call: cst.Call, lookup: Lookup) -> Typed:
+        q = self.resolver.qualname(call.func)
+        if q is not None:
+            if q in STREAM_CONSTRUCTORS:
+                return Typed(Kind.STREAM)
+            if q in EVENT_CONSTRUCTORS:
+                return Typed(Kind.EVENT)
+            if q in GRAPH_CONSTRUCTORS:
+                return Typed(Kind.GRAPH)
+            if q in _TENSOR_FACTORIES:
+                if is_true(keyword(call, "pin_memory")):
+                    return Typed(Kind.PINNED_HOST)
+                device = keyword(call, "device")
+                if names_cuda_device(device, self.resolver):
+                    return Typed(Kind.DEVICE_TENSOR)
+                if device is None or names_cpu_device(device):
+                    return Typed(Kind.PAGEABLE_HOST)
+                return Typed(Kind.TENSOR)
+            if q in _LIKE_FACTORIES:
+                if is_true(keyword(call, "pin_memory")):
+                    return Typed(Kind.PINNED_HOST)
+                device = keyword(call, "device")
+                if names_cuda_device(device, self.resolver):
+                    return Typed(Kind.DEVICE_TENSOR)
+                if call.args and device is None:
+                    inner = self.of(call.args[0].value, lookup)
+                    return inner if inner.kind.is_tensor else Typed(Kind.TENSOR)
+                return Typed(Kind.TENSOR)
+            if q.startswith(_NOT_TORCH_PREFIXES):
+                return Typed(Kind.NOT_TORCH)
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            if method == "pin_memory":
+                return Typed(Kind.PINNED_HOST)
+            if method in _DEVICE_METHODS:
+                return Typed(Kind.DEVICE_TENSOR)
+            if method == "cpu":
+                return Typed(Kind.PAGEABLE_HOST)
+            if method == "to":
+                target = keyword(call, "device")
+                if target is None and call.args and call.args[0].keyword is None:
+                    target = call.args[0].value
+                if names_cuda_device(target, self.resolver):
+                    return Typed(Kind.DEVICE_TENSOR)
+                if names_cpu_device(target):
+                    return Typed(Kind.PAGEABLE_HOST)
+                receiver = self.of(call.func.value, lookup)
+                return receiver if receiver.kind.is_tensor else UNKNOWN
+            if method in ("clone", "contiguous", "view", "reshape", "detach", "t", "narrow"):
+                receiver = self.of(call.func.value, lookup)
+                if receiver.kind is Kind.PINNED_HOST and method == "clone":
+                    return Typed(Kind.PAGEABLE_HOST)  # clone() drops pinning
+                return receiver if receiver.kind.is_tensor else UNKNOWN
+            if method in ("record_event",):
+                return Typed(Kind.EVENT)
+        return UNKNOWN
+
+    def of(self, expr: cst.BaseExpression, lookup: Lookup) -> Typed:
+        if isinstance(expr, cst.Call):
+            return self.of_call(expr, lookup)
+        if isinstance(expr, cst.Name | cst.Attribute):
+            found = lookup(expr)
+            if found is not None:
+                return found
+            q = self.resolver.qualname(expr)
+            if q is not None and q.startswith(_NOT_TORCH_PREFIXES):
+                return Typed(Kind.NOT_TORCH)
+            return self.guess_from_name(expr)
+        if isinstance(expr, cst.Subscript):
+            return lookup.element(expr.value) or UNKNOWN
+        return UNKNOWN
+
+    def of_annotation(self, annotation: cst.BaseExpression) -> Typed:
+        q = self.resolver.qualname(annotation)
+        if q in STREAM_CONSTRUCTORS:
+            return Typed(Kind.STREAM)
+        if q in EVENT_CONSTRUCTORS:
+            return Typed(Kind.EVENT)
+        if q == "torch.Tensor":
+            return Typed(Kind.TENSOR)
+        if q is not None and q.startswith(_NOT_TORCH_PREFIXES):
+            return Typed(Kind.NOT_TORCH)
+        return UNKNOWN
+
+    def guess_from_name(self, expr: cst.BaseExpression) -> Typed:
+        """Last resort: `*_stream` / `*_event` names, only in modules that import torch."""
+        if not self.module_has_torch:
+            return UNKNOWN
+        dotted = dotted_name(expr)
+        if dotted is None:
+            return UNKNOWN
+        last = dotted.split(".")[-1].lower().lstrip("_")
+        if last == "stream" or last.endswith("_stream"):
+            return Typed(Kind.STREAM, guessed=True)
+        if last in ("event", "ev") or last.endswith("_event") or last.endswith("_ev"):
+            return Typed(Kind.EVENT, guessed=True)
+        return UNKNOWN
+
+
+class Lookup:
+    """Bindings visible inside one function: its locals, then `self.` attributes, then globals."""
+
+    def __init__(
+        self,
+        local: dict[str, Typed],
+        local_elements: dict[str, Typed],
+        attrs: dict[str, Typed],
+        attr_elements: dict[str, Typed],
+        globals_: dict[str, Typed],
+    ) -> None:
+        self.local = local
+        self.local_elements = local_elements
+        self.attrs = attrs
+        self.attr_elements = attr_elements
+        self.globals = globals_
+
+    def __call__(self, expr: cst.BaseExpression) -> Typed | None:
+        if isinstance(expr, cst.Name):
+            return self.local.get(expr.value) or self.globals.get(expr.value)
+        attr = self_attribute(expr)
+        if attr is not None:
+            return self.attrs.get(attr)
+        return None
+
+    def element(self, container: cst.BaseExpression) -> Typed | None:
+        if isinstance(container, cst.Name):
+            return self.local_elements.get(container.value)
+        attr = self_attribute(container)
+        if attr is not None:
+            return self.attr_elements.get(attr)
+        return None
+
+
+def self_attribute(expr: cst.BaseExpression) -> str | None:
+    """`x` for `self.x` (the first parameter is assumed to be named `self`)."""
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self"
+    ):
+        return expr.attr.value
+    return None
+
+
+def join(a: Typed | None, b: Typed) -> Typed:
+    """Combine two bindings of one name: agreement wins, known beats guessed/unknown."""
+    if a is None or a.kind is Kind.UNKNOWN:
+        return b
+    if b.kind is Kind.UNKNOWN or a == b:
+        return a
+    if a.guessed and not b.guessed:
+        return b
+    if b.guessed and not a.guessed:
+        return a
+    if a.kind.is_tensor and b.kind.is_tensor:
+        return Typed(Kind.TENSOR)
+    return UNKNOWN

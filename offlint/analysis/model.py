@@ -1,0 +1,801 @@
+"""The semantic model of one module that every rule reads.
+
+Built in one pass over a parsed module, without libcst metadata providers (positions are
+resolved later, and only for nodes that are reported). It records:
+
+- every function and method (`FunctionInfo`) with its class, its parent function, and whether
+  it is *capture-reachable* (shared/CATALOGUE.md) and why;
+- every call inside a function (`CallSite`) with the capture context it runs in (capturing,
+  eager, or unknown = may be capturing), the stream contexts (`with torch.cuda.stream(s)`)
+  around it, and whether it sits in a `torch.cuda.graph(...)` / `capture_begin()` region;
+- flow-insensitive kinds (stream, event, pinned tensor, ...) of locals, `self.` attributes and
+  module globals (`kinds.py`).
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from offlint.analysis.imports import NameResolver, dotted_name
+from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
+from offlint.analysis.torch_api import (
+    CAPTURE_TESTS,
+    GRAPH_CONTEXTS,
+    STREAM_CONTEXTS,
+    STREAM_ORDERING_METHODS,
+)
+
+
+class Context(enum.Enum):
+    """Whether code runs while a CUDA graph is being captured."""
+
+    CAPTURING = "capturing"  # only runs while capturing
+    EAGER = "eager"  # guarded: only runs when not capturing
+    UNKNOWN = "unknown"  # may run either way
+
+    def negate(self) -> Context:
+        if self is Context.CAPTURING:
+            return Context.EAGER
+        if self is Context.EAGER:
+            return Context.CAPTURING
+        return Context.UNKNOWN
+
+    @property
+    def may_capture(self) -> bool:
+        return self is not Context.EAGER
+
+
+_HOOK_REGISTRARS = frozenset(
+    {
+        "register_forward_pre_hook",
+        "register_forward_hook",
+        "register_full_backward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_forward_hook",
+    }
+)
+_TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+@dataclass(eq=False)
+class StreamScope:
+    """One `with torch.cuda.stream(expr):` around some code."""
+
+    node: cst.With
+    stream: cst.BaseExpression
+    order: int  # order index of the `with` statement in its function
+
+
+@dataclass(eq=False)
+class CallSite:
+    node: cst.Call
+    function: FunctionInfo
+    context: Context
+    order: int
+    callee: str | None  # canonical qualified name when the callee resolves through imports
+    method: str | None  # the attribute name for `x.method(...)`
+    receiver: cst.BaseExpression | None
+    stream_scopes: tuple[StreamScope, ...]
+    in_graph_region: bool
+    statement: cst.CSTNode  # the small statement (or compound header) holding the call
+    # tests of the `if`/`while`/ternaries around the call, with the branch taken (True = body)
+    guards: tuple[tuple[cst.BaseExpression, bool], ...] = ()
+
+    @property
+    def reachable(self) -> bool:
+        return self.function.reachable
+
+    @property
+    def hazardous(self) -> bool:
+        """May run during a capture: capture-reachable code, not guarded as eager."""
+        if self.in_graph_region:
+            return True
+        return self.function.reachable and self.context.may_capture
+
+
+@dataclass(eq=False)
+class Assignment:
+    node: cst.CSTNode  # Assign / AnnAssign / AugAssign
+    targets: tuple[cst.BaseExpression, ...]
+    value: cst.BaseExpression | None
+    function: FunctionInfo
+    context: Context
+    order: int
+    stream_scopes: tuple[StreamScope, ...]
+
+
+@dataclass(eq=False)
+class ReturnSite:
+    node: cst.Return
+    function: FunctionInfo
+    context: Context
+    order: int
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    bases: tuple[str, ...]
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    attrs: dict[str, Typed] = field(default_factory=dict)
+    attr_elements: dict[str, Typed] = field(default_factory=dict)
+    capture_flags: set[str] = field(default_factory=set)  # self.X assigned from a capture test
+    offloader_style: bool = False
+
+    @property
+    def is_nn_module(self) -> bool:
+        return any(b == "Module" or b.endswith(".Module") for b in self.bases)
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: cst.FunctionDef
+    qualname: str
+    cls: ClassInfo | None
+    parent: FunctionInfo | None
+    calls: list[CallSite] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    returns: list[ReturnSite] = field(default_factory=list)
+    stream_withs: list[StreamScope] = field(default_factory=list)
+    locals: dict[str, Typed] = field(default_factory=dict)
+    local_elements: dict[str, Typed] = field(default_factory=dict)
+    capture_flags: set[str] = field(default_factory=set)  # locals assigned from a capture test
+    tests_capture: bool = False
+    is_capture_predicate: bool = False  # `def is_capturing(): return torch.cuda.is_...()`
+    reachable: bool = False
+    reachable_reason: str = ""
+    entry_context: Context = Context.UNKNOWN
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    @property
+    def is_method(self) -> bool:
+        return self.cls is not None and self.parent is None
+
+
+@dataclass
+class ModelOptions:
+    # extra capture-reachable functions: fnmatch patterns over `Class.method` or bare names
+    capture_reachable: Sequence[str] = ()
+
+
+class ModuleModel:
+    def __init__(self, module: cst.Module, options: ModelOptions | None = None) -> None:
+        self.module = module
+        self.options = options or ModelOptions()
+        self.resolver = NameResolver.of(module)
+        self.oracle = KindOracle(self.resolver, self.resolver.imports_torch())
+        self.classes: list[ClassInfo] = []
+        self.functions: list[FunctionInfo] = []
+        self.module_functions: dict[str, FunctionInfo] = {}
+        self.graph_region_calls: list[CallSite] = []
+        self._collect_definitions()
+        self._collect_globals()
+        # kinds first (two rounds so `self.a = local_ev` sees the local's kind), then bodies
+        for _ in range(2):
+            for fn in self.functions:
+                self._collect_bindings(fn)
+            for cls in self.classes:
+                self._collect_class_attrs(cls)
+        for fn in self.functions:
+            _BodyWalker(self, fn).walk()
+        self._mark_offloader_classes()
+        self._mark_reachable()
+
+    # ------------------------------------------------------------------ queries
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        return self.resolver.qualname(expr)
+
+    def lookup_for(self, fn: FunctionInfo | None) -> Lookup:
+        cls = fn.cls if fn is not None else None
+        return Lookup(
+            fn.locals if fn else {},
+            fn.local_elements if fn else {},
+            cls.attrs if cls else {},
+            cls.attr_elements if cls else {},
+            self.oracle.globals,
+        )
+
+    def kind_of(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> Typed:
+        return self.oracle.of(expr, self.lookup_for(fn))
+
+    def all_calls(self) -> Iterator[CallSite]:
+        for fn in self.functions:
+            yield from fn.calls
+
+    def is_capture_test(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
+        """True when `expr` is true exactly while capturing."""
+        if isinstance(expr, cst.Call):
+            q = self.qualname(expr.func)
+            if q in CAPTURE_TESTS:
+                return True
+            target = self._called_function(expr, fn)
+            return target is not None and target.is_capture_predicate
+        if isinstance(expr, cst.Name) and fn is not None:
+            scope: FunctionInfo | None = fn
+            while scope is not None:
+                if expr.value in scope.capture_flags:
+                    return True
+                scope = scope.parent
+            return False
+        attr = self_attribute(expr)
+        if attr is not None and fn is not None and fn.cls is not None:
+            return attr in fn.cls.capture_flags
+        return False
+
+    def capture_condition(self, test: cst.BaseExpression, fn: FunctionInfo | None) -> Context | None:
+        """The context of the body of `if test:` - CAPTURING, EAGER, or None (not a capture test)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.capture_condition(test.expression, fn)
+            return inner.negate() if inner is not None else None
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            # all conjuncts hold in the body: one capture test decides it
+            for side in (test.left, test.right):
+                decided = self.capture_condition(side, fn)
+                if decided is not None:
+                    return decided
+            return None
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comp = test.comparisons[0]
+            if isinstance(comp.comparator, cst.Name) and comp.comparator.value in ("True", "False"):
+                inner = self.capture_condition(test.left, fn)
+                if inner is None:
+                    return None
+                positive = isinstance(comp.operator, cst.Is | cst.Equal)
+                if comp.comparator.value == "False":
+                    positive = not positive
+                return inner if positive else inner.negate()
+            return None
+        return Context.CAPTURING if self.is_capture_test(test, fn) else None
+
+    def _called_function(self, call: cst.Call, fn: FunctionInfo | None) -> FunctionInfo | None:
+        """The same-module function a call reaches: `f()` or `self.m()`."""
+        if isinstance(call.func, cst.Name):
+            return self.module_functions.get(call.func.value)
+        attr = self_attribute(call.func)
+        if attr is not None and fn is not None and fn.cls is not None:
+            return fn.cls.methods.get(attr)
+        return None
+
+    # ------------------------------------------------------------------ building
+    def _collect_definitions(self) -> None:
+        model = self
+
+        class Definitions(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.class_stack: list[ClassInfo] = []
+                self.fn_stack: list[FunctionInfo] = []
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                bases = tuple(d for d in (dotted_name(a.value) for a in node.bases) if d)
+                info = ClassInfo(node=node, name=node.name.value, bases=bases)
+                model.classes.append(info)
+                self.class_stack.append(info)
+                return True
+
+            def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+                self.class_stack.pop()
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                parent = self.fn_stack[-1] if self.fn_stack else None
+                cls = self.class_stack[-1] if self.class_stack else None
+                if parent is not None and cls is not None and parent.cls is not cls:
+                    cls = parent.cls  # a class defined inside a function: keep it simple
+                if parent is not None:
+                    qual = f"{parent.qualname}.<locals>.{node.name.value}"
+                    cls = parent.cls
+                elif cls is not None:
+                    qual = f"{cls.name}.{node.name.value}"
+                else:
+                    qual = node.name.value
+                info = FunctionInfo(node=node, qualname=qual, cls=cls, parent=parent)
+                model.functions.append(info)
+                if parent is None and cls is not None and self.class_stack and self.class_stack[-1] is cls:
+                    cls.methods.setdefault(node.name.value, info)
+                elif parent is None and cls is None:
+                    model.module_functions.setdefault(node.name.value, info)
+                self.fn_stack.append(info)
+                return True
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                self.fn_stack.pop()
+
+        self.module.visit(Definitions())
+
+    def _collect_globals(self) -> None:
+        lookup = Lookup({}, {}, {}, {}, self.oracle.globals)
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        typed = self.oracle.of(small.value, lookup)
+                        for target in small.targets:
+                            if isinstance(target.target, cst.Name):
+                                name = target.target.value
+                                self.oracle.globals[name] = join(self.oracle.globals.get(name), typed)
+
+    def _collect_bindings(self, fn: FunctionInfo) -> None:
+        lookup = self.lookup_for(fn)
+        for param in _all_params(fn.node.params):
+            if param.annotation is not None:
+                fn.locals[param.name.value] = join(
+                    fn.locals.get(param.name.value), self.oracle.of_annotation(param.annotation.annotation)
+                )
+        for node in _own_nodes(fn.node.body):
+            if isinstance(node, cst.Assign):
+                typed = self.oracle.of(node.value, lookup)
+                element = self._element_kind(node.value, lookup)
+                for target in node.targets:
+                    self._bind(fn, target.target, typed, element, node.value)
+            elif isinstance(node, cst.AnnAssign):
+                typed = self.oracle.of_annotation(node.annotation.annotation)
+                if node.value is not None:
+                    typed = join(typed, self.oracle.of(node.value, lookup))
+                self._bind(fn, node.target, typed, None, node.value)
+            elif isinstance(node, cst.With):
+                for item in node.items:
+                    if item.asname is not None and isinstance(item.asname.name, cst.Name):
+                        typed = self.oracle.of(item.item, lookup)
+                        fn.locals[item.asname.name.value] = join(fn.locals.get(item.asname.name.value), typed)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                # `self.events.append(ev)` / `events.append(Event())`
+                if node.func.attr.value in ("append", "add") and node.args:
+                    typed = self.oracle.of(node.args[0].value, lookup)
+                    container = node.func.value
+                    if isinstance(container, cst.Name):
+                        fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
+                    attr = self_attribute(container)
+                    if attr is not None and fn.cls is not None:
+                        fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
+        body = fn.node.body
+        if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
+            only = body.body[0]
+            if (
+                isinstance(only, cst.SimpleStatementLine)
+                and len(only.body) == 1
+                and isinstance(only.body[0], cst.Return)
+                and only.body[0].value is not None
+                and self.is_capture_test(only.body[0].value, fn)
+            ):
+                fn.is_capture_predicate = True
+
+    def _element_kind(self, value: cst.BaseExpression, lookup: Lookup) -> Typed | None:
+        if isinstance(value, cst.ListComp):
+            return self.oracle.of(value.elt, lookup)
+        if isinstance(value, cst.List | cst.Tuple) and value.elements:
+            kinds = [self.oracle.of(e.value, lookup) for e in value.elements]
+            result: Typed | None = None
+            for k in kinds:
+                result = join(result, k)
+            return result
+        if isinstance(value, cst.DictComp):
+            return self.oracle.of(value.value, lookup)
+        return None
+
+    def _bind(
+        self,
+        fn: FunctionInfo,
+        target: cst.BaseExpression,
+        typed: Typed,
+        element: Typed | None,
+        value: cst.BaseExpression | None,
+    ) -> None:
+        capture_flag = value is not None and self.is_capture_test(value, fn)
+        if isinstance(target, cst.Name):
+            name = target.value
+            fn.locals[name] = join(fn.locals.get(name), typed)
+            if element is not None:
+                fn.local_elements[name] = join(fn.local_elements.get(name), element)
+            if capture_flag:
+                fn.capture_flags.add(name)
+            return
+        attr = self_attribute(target)
+        if attr is not None and fn.cls is not None:
+            fn.cls.attrs[attr] = join(fn.cls.attrs.get(attr), typed)
+            if element is not None:
+                fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), element)
+            if capture_flag:
+                fn.cls.capture_flags.add(attr)
+            return
+        if isinstance(target, cst.Subscript):
+            container = target.value
+            if isinstance(container, cst.Name):
+                fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
+            attr = self_attribute(container)
+            if attr is not None and fn.cls is not None:
+                fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
+            return
+        if isinstance(target, cst.Tuple | cst.List):
+            for element_node in target.elements:
+                self._bind(fn, element_node.value, UNKNOWN_TYPED, None, None)
+
+    def _collect_class_attrs(self, cls: ClassInfo) -> None:
+        for stmt in cls.node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        typed = self.oracle.of_annotation(small.annotation.annotation)
+                        cls.attrs[small.target.value] = join(cls.attrs.get(small.target.value), typed)
+
+    def _mark_offloader_classes(self) -> None:
+        for cls in self.classes:
+            holds = any(t.kind in (Kind.STREAM, Kind.EVENT) and not t.guessed for t in cls.attrs.values())
+            holds = holds or any(
+                t.kind in (Kind.STREAM, Kind.EVENT) and not t.guessed for t in cls.attr_elements.values()
+            )
+            orders = any(
+                call.method in STREAM_ORDERING_METHODS or call.callee in STREAM_CONTEXTS
+                for fn in self.functions
+                if fn.cls is cls
+                for call in fn.calls
+            )
+            cls.offloader_style = holds or orders
+
+    def _mark_reachable(self) -> None:
+        def mark(fn: FunctionInfo, reason: str, entry: Context = Context.UNKNOWN) -> None:
+            if not fn.reachable:
+                fn.reachable = True
+                fn.reachable_reason = reason
+                fn.entry_context = entry
+
+        patterns = list(self.options.capture_reachable)
+        for fn in self.functions:
+            if fn.cls is not None and fn.cls.offloader_style:
+                if fn.parent is not None:
+                    mark(fn, f"defined inside offloader-style class {fn.cls.name}")
+                elif not _is_lifecycle_dunder(fn.name):
+                    mark(fn, f"method of offloader-style class {fn.cls.name}")
+            if fn.tests_capture:
+                mark(fn, "tests is_current_stream_capturing()")
+            if patterns and any(
+                fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
+            ):
+                mark(fn, "named by configuration (capture-reachable)")
+        for call in self.all_calls():
+            if call.method in _HOOK_REGISTRARS and call.node.args:
+                target = self._function_named(call.node.args[0].value, call.function)
+                if target is not None:
+                    mark(target, f"installed as a hook by {call.function.qualname}")
+            if call.in_graph_region:
+                target = self._called_function(call.node, call.function)
+                if target is not None:
+                    mark(target, "called inside a CUDA graph capture region", Context.CAPTURING)
+        for assign in (a for fn in self.functions for a in fn.assignments):
+            for target_expr in assign.targets:
+                if (
+                    isinstance(target_expr, cst.Attribute)
+                    and target_expr.attr.value == "forward"
+                    and assign.value is not None
+                ):
+                    target = self._function_named(assign.value, assign.function)
+                    if target is not None:
+                        mark(target, f"installed as a wrapped forward by {assign.function.qualname}")
+        module_is_capture_aware = any(fn.reachable for fn in self.functions) or bool(self.graph_region_calls)
+        if module_is_capture_aware:
+            for cls in self.classes:
+                forward = cls.methods.get("forward")
+                if cls.is_nn_module and forward is not None:
+                    mark(forward, "forward of an nn.Module in a capture-aware module")
+        # reachability flows along same-module calls made where capture is possible
+        changed = True
+        while changed:
+            changed = False
+            for fn in self.functions:
+                if not fn.reachable:
+                    continue
+                for call in fn.calls:
+                    if not call.context.may_capture:
+                        continue
+                    target = self._called_function(call.node, fn)
+                    if target is not None and not target.reachable and not _is_lifecycle_dunder(target.name):
+                        mark(target, f"called from capture-reachable {fn.qualname}")
+                        changed = True
+            for fn in self.functions:
+                if not fn.reachable and fn.parent is not None and fn.parent.reachable:
+                    mark(fn, f"defined inside capture-reachable {fn.parent.qualname}")
+                    changed = True
+
+    def _function_named(self, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
+        """Resolve a hook/forward value: a local function, `self.m`, a module function,
+        `functools.partial(f, ...)`."""
+        if isinstance(expr, cst.Call) and expr.args:
+            q = self.qualname(expr.func)
+            if q == "functools.partial" or dotted_name(expr.func) in ("partial", "functools.partial"):
+                return self._function_named(expr.args[0].value, scope)
+            return None
+        if isinstance(expr, cst.Name):
+            for fn in self.functions:
+                if fn.parent is scope and fn.name == expr.value:
+                    return fn
+            return self.module_functions.get(expr.value)
+        attr = self_attribute(expr)
+        if attr is not None and scope.cls is not None:
+            return scope.cls.methods.get(attr)
+        return None
+
+
+UNKNOWN_TYPED = Typed(Kind.UNKNOWN)
+
+
+def _is_lifecycle_dunder(name: str) -> bool:
+    # construction and teardown do not run under capture; __call__ does
+    return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
+def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+def _own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+    """Every node of a function body, not descending into nested functions, classes, lambdas."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in reversed(node.children):
+            if isinstance(child, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                continue
+            stack.append(child)
+
+
+def _terminates(block: cst.BaseSuite) -> bool:
+    """True when a block always leaves (return/raise/continue/break as its last statement)."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return any(isinstance(s, _TERMINATORS) for s in block.body)
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return False
+    last = block.body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, _TERMINATORS) for s in last.body)
+    if isinstance(last, cst.If) and last.orelse is not None:
+        other = last.orelse.body
+        return _terminates(last.body) and (
+            _terminates(other) if isinstance(other, cst.BaseSuite) else isinstance(other, cst.If) and _terminates_if(other)
+        )
+    return False
+
+
+def _terminates_if(node: cst.If) -> bool:
+    if node.orelse is None or not _terminates(node.body):
+        return False
+    other = node.orelse.body
+    if isinstance(other, cst.If):
+        return _terminates_if(other)
+    return _terminates(other)
+
+
+class _BodyWalker:
+    """Walks one function body statement by statement, tracking the capture context (guards,
+    early returns), stream contexts and graph-capture regions, and records call sites,
+    assignments and returns."""
+
+    def __init__(self, model: ModuleModel, fn: FunctionInfo) -> None:
+        self.model = model
+        self.fn = fn
+        self.order = 0
+        self.scopes: list[StreamScope] = []
+        self.graph_depth = 0
+        self.guards: list[tuple[cst.BaseExpression, bool]] = []
+
+    def walk(self) -> None:
+        self.block(self.fn.node.body, Context.UNKNOWN)
+
+    def next_order(self) -> int:
+        self.order += 1
+        return self.order
+
+    def block(self, suite: cst.BaseSuite, ctx: Context) -> Context:
+        """Walk a block; returns the context that holds after it (for early returns)."""
+        if isinstance(suite, cst.SimpleStatementSuite):
+            for small in suite.body:
+                self.small(small, suite, ctx)
+            return ctx
+        if not isinstance(suite, cst.IndentedBlock):
+            return ctx
+        capture_region_open = False
+        for stmt in suite.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if self._is_capture_begin(small):
+                        self.small(small, stmt, ctx)
+                        self.graph_depth += 1
+                        capture_region_open = True
+                        continue
+                    if self._is_capture_end(small) and capture_region_open:
+                        self.graph_depth -= 1
+                        capture_region_open = False
+                    self.small(small, stmt, ctx)
+            else:
+                ctx = self.compound(stmt, ctx)
+        if capture_region_open:
+            self.graph_depth -= 1
+        return ctx
+
+    def _is_capture_begin(self, small: cst.BaseSmallStatement) -> bool:
+        return self._method_call_name(small) == "capture_begin"
+
+    def _is_capture_end(self, small: cst.BaseSmallStatement) -> bool:
+        return self._method_call_name(small) == "capture_end"
+
+    @staticmethod
+    def _method_call_name(small: cst.BaseSmallStatement) -> str | None:
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute):
+                return func.attr.value
+        return None
+
+    def compound(self, stmt: cst.BaseCompoundStatement, ctx: Context) -> Context:
+        if isinstance(stmt, cst.If):
+            return self.if_statement(stmt, ctx)
+        if isinstance(stmt, cst.With):
+            return self.with_statement(stmt, ctx)
+        if isinstance(stmt, cst.FunctionDef | cst.ClassDef):
+            for decorator in stmt.decorators:
+                self.expression(decorator.decorator, stmt, ctx)
+            return ctx
+        if isinstance(stmt, cst.For):
+            self.expression(stmt.iter, stmt, ctx)
+            self.block(stmt.body, ctx)
+            if stmt.orelse is not None:
+                self.block(stmt.orelse.body, ctx)
+            return ctx
+        if isinstance(stmt, cst.While):
+            self.expression(stmt.test, stmt, ctx)
+            self.guards.append((stmt.test, True))
+            self.block(stmt.body, ctx)
+            self.guards.pop()
+            if stmt.orelse is not None:
+                self.block(stmt.orelse.body, ctx)
+            return ctx
+        if isinstance(stmt, cst.Try | cst.TryStar):
+            after = self.block(stmt.body, ctx)
+            for handler in stmt.handlers:
+                self.block(handler.body, ctx)
+            if stmt.orelse is not None:
+                after = self.block(stmt.orelse.body, after)
+            if stmt.finalbody is not None:
+                self.block(stmt.finalbody.body, ctx)
+            return after
+        # match and anything else: walk children blocks in the same context
+        for child in stmt.children:
+            if isinstance(child, cst.BaseSuite):
+                self.block(child, ctx)
+            elif isinstance(child, cst.BaseExpression):
+                self.expression(child, stmt, ctx)
+        return ctx
+
+    def if_statement(self, stmt: cst.If, ctx: Context) -> Context:
+        self.expression(stmt.test, stmt, ctx)
+        decided = self.model.capture_condition(stmt.test, self.fn)
+        if decided is not None:
+            self.fn.tests_capture = True
+        body_ctx = decided if decided is not None else ctx
+        else_ctx = decided.negate() if decided is not None else ctx
+        self.guards.append((stmt.test, True))
+        self.block(stmt.body, body_ctx)
+        self.guards[-1] = (stmt.test, False)
+        else_terminates = False
+        if stmt.orelse is not None:
+            if isinstance(stmt.orelse, cst.If):
+                self.if_statement(stmt.orelse, else_ctx)
+                else_terminates = _terminates_if(stmt.orelse)
+            else:
+                self.block(stmt.orelse.body, else_ctx)
+                else_terminates = _terminates(stmt.orelse.body)
+        self.guards.pop()
+        if decided is not None:
+            if _terminates(stmt.body) and not else_terminates:
+                return else_ctx  # `if capturing: return ...` - the rest is eager
+            if else_terminates and not _terminates(stmt.body):
+                return body_ctx
+        return ctx
+
+    def with_statement(self, stmt: cst.With, ctx: Context) -> Context:
+        pushed = 0
+        graph = False
+        for item in stmt.items:
+            self.expression(item.item, stmt, ctx)
+            if isinstance(item.item, cst.Call):
+                q = self.model.qualname(item.item.func)
+                if q in STREAM_CONTEXTS and item.item.args:
+                    scope = StreamScope(node=stmt, stream=item.item.args[0].value, order=self.next_order())
+                    self.scopes.append(scope)
+                    self.fn.stream_withs.append(scope)
+                    pushed += 1
+                elif q in GRAPH_CONTEXTS:
+                    graph = True
+        if graph:
+            self.graph_depth += 1
+        body_ctx = Context.CAPTURING if graph else ctx
+        self.block(stmt.body, body_ctx)
+        if graph:
+            self.graph_depth -= 1
+        for _ in range(pushed):
+            self.scopes.pop()
+        return ctx
+
+    def small(self, small: cst.BaseSmallStatement, stmt: cst.CSTNode, ctx: Context) -> None:
+        if isinstance(small, cst.Assign | cst.AnnAssign | cst.AugAssign):
+            if isinstance(small, cst.Assign):
+                targets = tuple(t.target for t in small.targets)
+            else:
+                targets = (small.target,)
+            self.fn.assignments.append(
+                Assignment(
+                    node=small,
+                    targets=targets,
+                    value=small.value,
+                    function=self.fn,
+                    context=ctx,
+                    order=self.next_order(),
+                    stream_scopes=tuple(self.scopes),
+                )
+            )
+        elif isinstance(small, cst.Return):
+            self.fn.returns.append(ReturnSite(node=small, function=self.fn, context=ctx, order=self.next_order()))
+        self.expression(small, stmt, ctx)
+
+    def expression(self, node: cst.CSTNode, stmt: cst.CSTNode, ctx: Context) -> None:
+        """Record every call under `node` (not inside nested defs/lambdas), honouring
+        `a if capturing else b`."""
+        stack: list[tuple[cst.CSTNode, Context]] = [(node, ctx)]
+        found: list[tuple[cst.Call, Context]] = []
+        while stack:
+            current, current_ctx = stack.pop()
+            if isinstance(current, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                continue
+            if isinstance(current, cst.IfExp):
+                decided = self.model.capture_condition(current.test, self.fn)
+                if decided is not None:
+                    self.fn.tests_capture = True
+                    stack.append((current.orelse, decided.negate()))
+                    stack.append((current.body, decided))
+                    stack.append((current.test, current_ctx))
+                    continue
+            if isinstance(current, cst.Call):
+                found.append((current, current_ctx))
+                q = self.model.qualname(current.func)
+                if q in CAPTURE_TESTS:
+                    self.fn.tests_capture = True
+            # pre-order, children in source order: close enough to evaluation order for the
+            # rules' "before/after" questions
+            stack.extend((child, current_ctx) for child in reversed(current.children))
+        for call, call_ctx in found:
+            self.record_call(call, stmt, call_ctx)
+
+    def record_call(self, call: cst.Call, stmt: cst.CSTNode, ctx: Context) -> None:
+        method = receiver = None
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            receiver = call.func.value
+        site = CallSite(
+            node=call,
+            function=self.fn,
+            context=Context.CAPTURING if self.graph_depth else ctx,
+            order=self.next_order(),
+            callee=self.model.qualname(call.func),
+            method=method,
+            receiver=receiver,
+            stream_scopes=tuple(self.scopes),
+            in_graph_region=self.graph_depth > 0,
+            statement=stmt,
+            guards=tuple(self.guards),
+        )
+        self.fn.calls.append(site)
+        if site.in_graph_region:
+            self.model.graph_region_calls.append(site)

@@ -1,0 +1,39 @@
+"""The unit of the catalogue's logic: one `Rule` subclass per module in `analysis/rules/`.
+
+A rule reads the `ModuleModel` and yields `Finding`s; the engine turns them into `Diagnostic`s
+with the message, fix title and safety from the rule's file in `rules/` - the rule module never
+repeats those texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import libcst as cst
+
+from offlint.analysis.model import ModuleModel
+
+
+@dataclass(frozen=True)
+class Finding:
+    node: cst.CSTNode
+    # values for the `{placeholders}` of the rule's message
+    details: dict[str, str] = field(default_factory=dict)
+
+
+class Rule:
+    code: ClassVar[str]
+    # Text the file must contain for this rule to be able to fire (any one of them). The engine
+    # never parses a file that matches no selected rule's tokens.
+    tokens: ClassVar[tuple[str, ...]] = ()
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        raise NotImplementedError
+
+
+def code_of(node: cst.CSTNode, module: cst.Module) -> str:
+    """Source text of a node, for messages (`self.alt_stream`)."""
+    text = module.code_for_node(node)
+    return text if len(text) <= 60 else text[:57] + "..."

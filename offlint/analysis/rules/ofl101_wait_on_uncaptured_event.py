@@ -1,0 +1,39 @@
+"""OFL101 wait-on-uncaptured-event: a wait inside capture on an event recorded elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from offlint.analysis.facts import (
+    guarded_by_capture_tag,
+    is_event,
+    local_name,
+    recorded_locally_before,
+    storage_of,
+)
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+
+
+class WaitOnUncapturedEvent(Rule):
+    code = "OFL101"
+    tokens = (".wait(", "wait_event(")
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for site in model.all_calls():
+            if not site.hazardous:
+                continue
+            if site.method == "wait" and site.receiver is not None and len(site.node.args) <= 1:
+                event = site.receiver
+            elif site.method == "wait_event" and site.node.args:
+                event = site.node.args[0].value
+            else:
+                continue
+            if not is_event(model, event, site.function):
+                continue
+            if guarded_by_capture_tag(site):
+                continue
+            name = local_name(event)
+            if name is not None and storage_of(event) is None and recorded_locally_before(site, name):
+                continue  # recorded earlier in the same call, hence in the same capture
+            yield Finding(site.node, {"event": code_of(event, model.module)})

@@ -1,0 +1,69 @@
+"""OFL105 host-sync-in-capture: host/device synchronisation in code that may be captured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from offlint.analysis.facts import receiver_kind
+from offlint.analysis.kinds import Kind, keyword
+from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
+
+# tensor methods that copy to the host and block on the device
+_TENSOR_SYNCS = frozenset({"item", "tolist", "cpu"})
+# kinds on which those methods never touch the device
+_HOST_SIDE = frozenset({Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.NOT_TORCH})
+_DEVICE_ONLY = frozenset({Kind.DEVICE_TENSOR})
+
+
+class HostSyncInCapture(Rule):
+    code = "OFL105"
+    tokens = ("synchronize(", ".query(", ".item(", ".tolist(", ".cpu(", ".numpy(", "nonzero(", "print(")
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for site in model.all_calls():
+            if not site.hazardous:
+                continue
+            what = self._sync_of(model, site)
+            if what is not None:
+                yield Finding(site.node, {"call": what})
+
+    def _sync_of(self, model: ModuleModel, site: CallSite) -> str | None:
+        node = site.node
+        if site.callee in DEVICE_SYNCS:
+            return "torch.cuda.synchronize()"
+        if site.callee == "torch.nonzero" and keyword(node, "size") is None:
+            if node.args and model.kind_of(node.args[0].value, site.function).kind not in _HOST_SIDE:
+                return "torch.nonzero() without size="
+            return None
+        if site.method in STREAM_SYNC_METHODS:
+            kind = receiver_kind(model, site).kind
+            if kind is Kind.STREAM:
+                return f"Stream.{site.method}()"
+            return None  # events: OFL107 (captured-event-query) owns Event.query/synchronize
+        if site.method in _TENSOR_SYNCS and site.receiver is not None and not node.args:
+            typed = receiver_kind(model, site)
+            if typed.kind in _HOST_SIDE or typed.kind in (Kind.STREAM, Kind.EVENT, Kind.GRAPH):
+                return None
+            if typed.kind is Kind.UNKNOWN and not _looks_like_tensor_expr(site.receiver):
+                return None
+            return f".{site.method}()"
+        if site.method == "numpy" and receiver_kind(model, site).kind in _DEVICE_ONLY:
+            return ".numpy()"
+        if site.method == "nonzero" and keyword(node, "size") is None:
+            if receiver_kind(model, site).kind in _DEVICE_ONLY:
+                return ".nonzero() without size="
+        if isinstance(node.func, cst.Name) and node.func.value in ("print", "repr", "bool", "str"):
+            for arg in node.args:
+                if model.kind_of(arg.value, site.function).kind in _DEVICE_ONLY:
+                    return f"{node.func.value}() of a CUDA tensor ({code_of(arg.value, model.module)})"
+        return None
+
+
+def _looks_like_tensor_expr(expr: cst.BaseExpression) -> bool:
+    """For receivers of unknown kind: a name, attribute, subscript or a call result (`x.sum()`)
+    - anything but literals and containers, which are never tensors."""
+    return isinstance(expr, cst.Name | cst.Attribute | cst.Subscript | cst.Call)

@@ -1,0 +1,244 @@
+"""`[tool.offlint]` configuration: discovery (nearest pyproject.toml above each file), validation
+(unknown keys and bad values are errors naming the key), and rule selection."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    """A configuration or selection problem: reported as one line, exit code 2."""
+
+
+KNOWN_KEYS = frozenset(
+    {
+        "select",
+        "ignore",
+        "extend-select",
+        "per-file-ignores",
+        "exclude",
+        "extend-exclude",
+        "target-torch",
+        "capture-reachable",
+        "probe",
+        "fix",
+    }
+)
+_TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_SELECTOR = re.compile(r"^(ALL|OFL\d{0,3})$")
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path  # the folder globs are relative to
+    source: Path | None = None  # the pyproject.toml it came from, None for defaults
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    target_torch: str | None = None
+    capture_reachable: tuple[str, ...] = ()
+    probe: dict[str, Any] = field(default_factory=dict)
+    fix: dict[str, Any] = field(default_factory=dict)
+
+    def is_excluded(self, path: Path) -> bool:
+        return _matches_any(path, self.root, self.exclude)
+
+    def ignores_for(self, path: Path) -> tuple[str, ...]:
+        found: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            if _matches_any(path, self.root, (pattern,)):
+                found.extend(codes)
+        return tuple(found)
+
+
+def _matches_any(path: Path, root: Path, patterns: Sequence[str]) -> bool:
+    if not patterns:
+        return False
+    try:
+        rel = PurePosixPath(path.resolve().relative_to(root.resolve()).as_posix())
+    except ValueError:
+        rel = PurePosixPath(path.as_posix())
+    text = str(rel)
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatchcase(text, pattern) or fnmatch.fnmatchcase(path.name, pattern):
+            return True
+        # `dir/**` and `dir` both exclude everything below dir
+        base = pattern[:-3] if pattern.endswith("/**") else pattern
+        if any(fnmatch.fnmatchcase(str(parent), base) for parent in rel.parents if str(parent) != "."):
+            return True
+    return False
+
+
+def _string_list(key: str, value: object, source: Path) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{source}: [tool.offlint] {key} must be a list of strings")
+    return tuple(value)
+
+
+def _selectors(key: str, value: object, source: Path) -> tuple[str, ...]:
+    items = _string_list(key, value, source)
+    for item in items:
+        if not _SELECTOR.match(item.strip().upper()):
+            raise ConfigError(f"{source}: [tool.offlint] {key}: {item!r} is not a rule code or prefix")
+    return tuple(item.strip().upper() for item in items)
+
+
+def parse_config(table: dict[str, Any], source: Path) -> Config:
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key [tool.offlint] {unknown[0]}")
+    per_file: list[tuple[str, tuple[str, ...]]] = []
+    raw_per_file = table.get("per-file-ignores", {})
+    if not isinstance(raw_per_file, dict):
+        raise ConfigError(f"{source}: [tool.offlint] per-file-ignores must be a table of glob = [codes]")
+    for pattern, codes in raw_per_file.items():
+        per_file.append((pattern, _selectors(f"per-file-ignores.{pattern!r}", codes, source)))
+    target = table.get("target-torch")
+    if target is not None and (not isinstance(target, str) or not _TORCH_VERSION.match(target)):
+        raise ConfigError(f"{source}: [tool.offlint] target-torch must be a version like \"2.11\"")
+    for key in ("probe", "fix"):
+        if key in table and not isinstance(table[key], dict):
+            raise ConfigError(f"{source}: [tool.offlint] {key} must be a table")
+    return Config(
+        root=source.parent,
+        source=source,
+        select=_selectors("select", table["select"], source) if "select" in table else None,
+        ignore=_selectors("ignore", table.get("ignore", []), source),
+        extend_select=_selectors("extend-select", table.get("extend-select", []), source),
+        per_file_ignores=tuple(per_file),
+        exclude=_string_list("exclude", table.get("exclude", []), source)
+        + _string_list("extend-exclude", table.get("extend-exclude", []), source),
+        target_torch=target,
+        capture_reachable=_string_list("capture-reachable", table.get("capture-reachable", []), source),
+        probe=dict(table.get("probe", {})),
+        fix=dict(table.get("fix", {})),
+    )
+
+
+def load_config_file(path: Path) -> Config:
+    """Read `[tool.offlint]` from a pyproject.toml (or a bare offlint.toml / .offlint.toml)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: config file not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("offlint", {})
+    else:
+        table = data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.offlint] must be a table")
+    return parse_config(table, path.resolve())
+
+
+class ConfigFinder:
+    """Nearest `pyproject.toml` with a `[tool.offlint]` table above a path (cached per folder)."""
+
+    def __init__(self, explicit: Path | None = None, fallback_root: Path | None = None) -> None:
+        self.explicit = load_config_file(explicit) if explicit is not None else None
+        self.fallback = Config(root=(fallback_root or Path.cwd()).resolve())
+        self._by_dir: dict[Path, Config] = {}
+
+    def for_path(self, path: Path) -> Config:
+        if self.explicit is not None:
+            return self.explicit
+        folder = path.resolve()
+        if not folder.is_dir():
+            folder = folder.parent
+        return self._for_dir(folder)
+
+    def _for_dir(self, folder: Path) -> Config:
+        cached = self._by_dir.get(folder)
+        if cached is not None:
+            return cached
+        candidate = folder / "pyproject.toml"
+        config: Config | None = None
+        if candidate.is_file() and _has_offlint_table(candidate):
+            config = load_config_file(candidate)
+        elif folder.parent != folder:
+            config = self._for_dir(folder.parent)
+        else:
+            config = self.fallback
+        self._by_dir[folder] = config
+        return config
+
+
+def _has_offlint_table(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    if "offlint" not in text:
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    return isinstance(data.get("tool"), dict) and "offlint" in data["tool"]
+
+
+@dataclass(frozen=True)
+class SelectionOverrides:
+    """What the command line says about selection; it wins over the config file."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
+def expand_selectors(selectors: Iterable[str], codes: Sequence[str], where: str) -> set[str]:
+    chosen: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        if selector == "ALL":
+            chosen.update(codes)
+            continue
+        matched = {c for c in codes if c.startswith(selector)}
+        if not matched:
+            raise ConfigError(f"{where}: {raw!r} matches no rule (see `offlint rules`)")
+        chosen.update(matched)
+    return chosen
+
+
+def resolve_selection(
+    config: Config,
+    overrides: SelectionOverrides,
+    all_codes: Sequence[str],
+    default_codes: Sequence[str],
+    path: Path | None = None,
+) -> frozenset[str]:
+    where = str(config.source) if config.source else "configuration"
+    if overrides.select is not None:
+        chosen = expand_selectors(overrides.select, all_codes, "--select")
+    elif config.select is not None:
+        chosen = expand_selectors(config.select, all_codes, where)
+    else:
+        chosen = set(default_codes)
+    chosen |= expand_selectors(config.extend_select, all_codes, where)
+    chosen |= expand_selectors(overrides.extend_select, all_codes, "--extend-select")
+    chosen -= expand_selectors(config.ignore, all_codes, where)
+    chosen -= expand_selectors(overrides.ignore, all_codes, "--ignore")
+    if path is not None:
+        chosen -= expand_selectors(config.ignores_for(path), all_codes, where)
+    return frozenset(chosen)

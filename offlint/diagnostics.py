@@ -1,0 +1,102 @@
+"""The one diagnostic model. Every renderer (full, concise, json, sarif, github) is a view of it."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class FixSafety(str, enum.Enum):
+    """How much a rule's fix can change behaviour (ruff's applicability, in our words)."""
+
+    SAFE = "safe"  # keeps the meaning of correct code; applied by `offlint fix --apply`
+    UNSAFE = "unsafe"  # changes behaviour on purpose (it is the fix); applied too, listed as such
+    NONE = "none"  # no automatic fix exists
+
+
+class ErrorKind(str, enum.Enum):
+    """Why a file could not be analysed. These are errors of the run, never rule codes."""
+
+    MISSING = "missing-path"
+    UNREADABLE = "unreadable"
+    UNDECODABLE = "undecodable"
+    SYNTAX = "syntax-error"
+    TOO_DEEP = "too-deeply-nested"
+    INTERNAL = "internal-error"
+    CHANGED = "changed-on-disk"
+    WRITE = "write-failed"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """1-based line, 1-based column (in characters), like ruff and SARIF."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    path: str
+    location: Location
+    code: str
+    name: str
+    message: str
+    fix_title: str | None = None
+    fix_safety: FixSafety = FixSafety.NONE
+    # the source line(s) the diagnostic points at, kept for code frames and fingerprints
+    source_line: str = ""
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.location.line, self.location.column, self.code)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix_safety is not FixSafety.NONE
+
+
+@dataclass(frozen=True)
+class FileError:
+    path: str
+    kind: ErrorKind
+    message: str
+    line: int | None = None
+
+    def one_line(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.kind.value}: {self.message}"
+
+
+@dataclass
+class FileReport:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    parsed: bool = False  # False when the prefilter proved the file cannot hold a hazard
+    suppressed: int = 0
+    cached: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunReport:
+    files: list[FileReport] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)  # errors not tied to one analysed file
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        found = [d for f in self.files for d in f.diagnostics]
+        return sorted(found, key=lambda d: d.sort_key)
+
+    @property
+    def all_errors(self) -> list[FileError]:
+        found = list(self.errors) + [e for f in self.files for e in f.errors]
+        return sorted(found, key=lambda e: (e.path, e.line or 0, e.kind.value))
+
+    @property
+    def files_parsed(self) -> int:
+        return sum(1 for f in self.files if f.parsed)

@@ -1,0 +1,69 @@
+"""Renderers: views of the one diagnostic model (`offlint.diagnostics`), never a second model.
+
+`render` returns exactly what goes to stdout (or `-o FILE`); anything for humans about the run
+itself (counts, files that could not be checked) comes from `summary` and goes to stderr.
+Every view lists diagnostics in `RunReport.diagnostics` order: (path, line, column, code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from offlint.catalogue import RuleSpec, load_catalogue
+from offlint.diagnostics import RunReport
+from offlint.reporting.concise import render_concise
+from offlint.reporting.full import render_full
+from offlint.reporting.github import render_github
+from offlint.reporting.json_format import render_json
+from offlint.reporting.sarif import render_sarif
+from offlint.reporting.statistics import render_statistics_json, render_statistics_text
+from offlint.reporting.summary import render_counts, render_run_errors, render_summary
+
+OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
+
+__all__ = [
+    "OUTPUT_FORMATS",
+    "render",
+    "render_counts",
+    "render_run_errors",
+    "render_statistics",
+    "render_summary",
+]
+
+
+def render(
+    report: RunReport,
+    output_format: str,
+    *,
+    root: Path,
+    color: bool,
+    show_fixes: bool = True,
+    sources: Mapping[str, str] | None = None,
+    catalogue: Mapping[str, RuleSpec] | None = None,
+) -> str:
+    """The report in `output_format`, as the text to write to stdout or `-o FILE`.
+
+    `sources` (path -> text) spares the full and sarif views a re-read of files the caller has
+    in memory; `catalogue` defaults to the shipped rule catalogue (SARIF lists its rules).
+    `color` only affects `full`; machine formats are never coloured.
+    """
+    if output_format == "full":
+        return render_full(report, root=root, color=color, show_fixes=show_fixes, sources=sources)
+    if output_format == "concise":
+        return render_concise(report, root=root, show_fixes=show_fixes)
+    if output_format == "json":
+        return render_json(report, root=root)
+    if output_format == "sarif":
+        specs = load_catalogue() if catalogue is None else catalogue
+        return render_sarif(report, root=root, catalogue=specs, sources=sources)
+    if output_format == "github":
+        return render_github(report, root=root)
+    raise ValueError(f"unknown output format {output_format!r}; expected one of {OUTPUT_FORMATS}")
+
+
+def render_statistics(report: RunReport, output_format: str = "full") -> str:
+    """`--statistics`: counts per code; JSON when the output format is json, else a table."""
+    if output_format == "json":
+        return render_statistics_json(report)
+    return render_statistics_text(report)

@@ -1,0 +1,27 @@
+"""`--output-format concise`: one `path:line:col: CODE [*] message` line per diagnostic (ruff's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offlint.diagnostics import Diagnostic, RunReport
+from offlint.reporting._sources import display_path
+
+FIXABLE_MARKER = "[*]"
+
+
+def headline(diagnostic: Diagnostic, root: Path, *, show_fixes: bool) -> str:
+    """`path:line:col: CODE message`, with `[*]` before the message when a fix exists."""
+    where = diagnostic.location
+    marker = f"{FIXABLE_MARKER} " if show_fixes and diagnostic.fixable else ""
+    return (
+        f"{display_path(diagnostic.path, root)}:{where.line}:{where.column}: "
+        f"{diagnostic.code} {marker}{diagnostic.message}"
+    )
+
+
+def render_concise(report: RunReport, *, root: Path, show_fixes: bool = True) -> str:
+    return "".join(
+        headline(diagnostic, root, show_fixes=show_fixes) + "\n"
+        for diagnostic in report.diagnostics
+    )

@@ -1,0 +1,50 @@
+"""`--output-format github`: GitHub Actions workflow commands, one `::error` line per diagnostic.
+
+    ::error file=pkg/offload.py,line=12,col=9,endLine=12,endColumn=16,title=OFL101::message
+
+Files that could not be checked are annotated too (title is the error kind), so a CI run that
+skipped a file says so on the pull request. Escaping follows the runner's toolkit
+(`@actions/core` command.ts): in the message `%`, CR and LF; in property values also `:` and `,`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offlint.diagnostics import RunReport
+from offlint.reporting._sources import display_path
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(properties: dict[str, object], message: str) -> str:
+    joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+    return f"::error {joined}::{escape_data(message)}\n"
+
+
+def render_github(report: RunReport, *, root: Path) -> str:
+    lines: list[str] = []
+    for diagnostic in report.diagnostics:
+        where = diagnostic.location
+        properties: dict[str, object] = {
+            "file": display_path(diagnostic.path, root),
+            "line": where.line,
+            "col": where.column,
+            "endLine": where.end_line,
+            "endColumn": where.end_column,
+            "title": diagnostic.code,
+        }
+        lines.append(_command(properties, diagnostic.message))
+    for error in report.all_errors:
+        properties = {"file": display_path(error.path, root)}
+        if error.line:
+            properties["line"] = error.line
+        properties["title"] = f"offlint {error.kind.value}"
+        lines.append(_command(properties, error.message))
+    return "".join(lines)

@@ -1,0 +1,90 @@
+"""`--output-format json`: one JSON object, schema `offlint-json/1`.
+
+Stable contract (fields are only ever added under the same schema name; a rename or removal
+bumps it to `offlint-json/2`):
+
+    {
+      "schema": "offlint-json/1",
+      "version": "<offlint version>",
+      "diagnostics": [                      # ordered by (filename, row, column, code)
+        {
+          "code": "OFL101",
+          "name": "host-sync-in-capture",   # the rule's kebab-case name
+          "message": "...",
+          "filename": "pkg/offload.py",     # relative to the project root, forward slashes
+          "location": {"row": 12, "column": 9},        # 1-based, columns in characters
+          "end_location": {"row": 12, "column": 16},   # exclusive end, like ruff and SARIF
+          "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>"} | null
+        }
+      ],
+      "errors": [                           # files that could not be checked, ordered by path
+        {"filename": "...", "kind": "syntax-error", "message": "...", "row": 3 | null}
+      ],
+      "summary": {"diagnostics": 3, "fixable": 2, "errors": 1, "files": 10}
+    }
+
+`fix` is null when the rule has no automatic fix. There is no `url`: rule docs are read with
+`offlint rule CODE`. Keys are emitted sorted so the output is byte-for-byte deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import offlint
+from offlint.diagnostics import Diagnostic, FileError, RunReport
+from offlint.reporting._sources import display_path
+
+SCHEMA = "offlint-json/1"
+
+
+def diagnostic_object(diagnostic: Diagnostic, root: Path) -> dict[str, Any]:
+    where = diagnostic.location
+    fix = (
+        {"applicability": diagnostic.fix_safety.value, "message": diagnostic.fix_title or ""}
+        if diagnostic.fixable
+        else None
+    )
+    return {
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "filename": display_path(diagnostic.path, root),
+        "location": {"row": where.line, "column": where.column},
+        "end_location": {"row": where.end_line, "column": where.end_column},
+        "fix": fix,
+    }
+
+
+def error_object(error: FileError, root: Path) -> dict[str, Any]:
+    return {
+        "filename": display_path(error.path, root),
+        "kind": error.kind.value,
+        "message": error.message,
+        "row": error.line,
+    }
+
+
+def dumps(document: object) -> str:
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def render_json(report: RunReport, *, root: Path) -> str:
+    diagnostics = report.diagnostics
+    errors = report.all_errors
+    return dumps(
+        {
+            "schema": SCHEMA,
+            "version": offlint.__version__,
+            "diagnostics": [diagnostic_object(d, root) for d in diagnostics],
+            "errors": [error_object(e, root) for e in errors],
+            "summary": {
+                "diagnostics": len(diagnostics),
+                "fixable": sum(1 for d in diagnostics if d.fixable),
+                "errors": len(errors),
+                "files": len(report.files),
+            },
+        }
+    )

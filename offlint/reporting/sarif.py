@@ -1,0 +1,180 @@
+"""`--output-format sarif`: SARIF 2.1.0 for GitHub code scanning and other SARIF consumers.
+
+One run. `tool.driver.rules` lists every rule of the catalogue (plus, defensively, any code a
+diagnostic carries that the catalogue lacks), so `ruleIndex` is stable across runs of the same
+version. Results carry `partialFingerprints["offlintFingerprint/v1"]`: a hash of the code, the
+path, the whitespace-normalised source line and the occurrence index among identical triples.
+No line number goes into it, so moving code up or down keeps a finding's identity.
+Files that could not be checked become `invocations[0].toolExecutionNotifications`, and
+`executionSuccessful` is false when there is any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import offlint
+from offlint.catalogue import RuleSpec
+from offlint.diagnostics import Diagnostic, FixSafety, RunReport
+from offlint.reporting._sources import SourceCache, display_path
+from offlint.reporting.json_format import dumps
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+TOOL_NAME = "offlint"
+INFORMATION_URI = "https://pypi.org/project/offlint/"
+SRCROOT = "%SRCROOT%"
+FINGERPRINT_KEY = "offlintFingerprint/v1"
+
+
+def rule_descriptor(spec: RuleSpec) -> dict[str, Any]:
+    markdown = spec.markdown()
+    return {
+        "id": spec.code,
+        "name": spec.name,
+        "shortDescription": {"text": spec.summary},
+        "fullDescription": {"text": spec.docs.get("what", "").strip() or spec.summary},
+        "help": {"text": markdown, "markdown": markdown},
+        "defaultConfiguration": {"enabled": spec.default_enabled, "level": "error"},
+        "properties": {
+            "fixSafety": spec.fix_safety.value,
+            "prevents": spec.prevents,
+            "tags": ["cuda-graphs", spec.family],
+        },
+    }
+
+
+def _unknown_rule_descriptor(diagnostic: Diagnostic) -> dict[str, Any]:
+    """For a code the catalogue lacks (a plugin, a stale cache): what the diagnostic itself says."""
+    return {
+        "id": diagnostic.code,
+        "name": diagnostic.name,
+        "shortDescription": {"text": diagnostic.name},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"fixSafety": diagnostic.fix_safety.value},
+    }
+
+
+def normalize_source_line(text: str) -> str:
+    """Whitespace-insensitive: re-indenting code must not make it a new finding."""
+    return " ".join(text.split())
+
+
+def fingerprints(diagnostics: list[Diagnostic], root: Path, sources: SourceCache) -> list[str]:
+    """One stable fingerprint per diagnostic, in the same order."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    found = []
+    for diagnostic in diagnostics:
+        line = diagnostic.source_line.splitlines()[0] if diagnostic.source_line.strip() else None
+        if line is None:
+            line = sources.line(diagnostic.path, diagnostic.location.line) or ""
+        key = (diagnostic.code, display_path(diagnostic.path, root), normalize_source_line(line))
+        occurrence = seen[key]
+        seen[key] += 1
+        digest = hashlib.sha256("\0".join([*key, str(occurrence)]).encode("utf-8"))
+        found.append(digest.hexdigest()[:32])
+    return found
+
+
+def _location(uri: str, region: dict[str, int] | None) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": SRCROOT}}
+    if region:
+        physical["region"] = region
+    return {"physicalLocation": physical}
+
+
+def sarif_document(
+    report: RunReport,
+    *,
+    root: Path,
+    catalogue: Mapping[str, RuleSpec],
+    sources: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    diagnostics = report.diagnostics
+    rules = [rule_descriptor(spec) for _, spec in sorted(catalogue.items())]
+    rule_index = {rule["id"]: index for index, rule in enumerate(rules)}
+    for diagnostic in diagnostics:
+        if diagnostic.code not in rule_index:
+            rule_index[diagnostic.code] = len(rules)
+            rules.append(_unknown_rule_descriptor(diagnostic))
+
+    cache = SourceCache(root, sources)
+    results = []
+    for diagnostic, fingerprint in zip(
+        diagnostics, fingerprints(diagnostics, root, cache), strict=True
+    ):
+        where = diagnostic.location
+        region = {
+            "startLine": where.line,
+            "startColumn": where.column,
+            "endLine": where.end_line,
+            "endColumn": where.end_column,
+        }
+        results.append(
+            {
+                "ruleId": diagnostic.code,
+                "ruleIndex": rule_index[diagnostic.code],
+                "level": "error",
+                "message": {"text": diagnostic.message},
+                "locations": [_location(display_path(diagnostic.path, root), region)],
+                "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
+                "properties": {
+                    "fixable": diagnostic.fix_safety is not FixSafety.NONE,
+                    "fixSafety": diagnostic.fix_safety.value,
+                },
+            }
+        )
+
+    errors = report.all_errors
+    notifications = []
+    for error in errors:
+        error_region = {"startLine": error.line} if error.line else None
+        notifications.append(
+            {
+                "level": "error",
+                "message": {"text": error.message},
+                "descriptor": {"id": error.kind.value},
+                "locations": [_location(display_path(error.path, root), error_region)],
+            }
+        )
+
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL_NAME,
+                        "version": offlint.__version__,
+                        "semanticVersion": offlint.__version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                # our columns count characters, not UTF-16 code units
+                "columnKind": "unicodeCodePoints",
+                "invocations": [
+                    {
+                        "executionSuccessful": not errors,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+                "results": results,
+            }
+        ],
+    }
+
+
+def render_sarif(
+    report: RunReport,
+    *,
+    root: Path,
+    catalogue: Mapping[str, RuleSpec],
+    sources: Mapping[str, str] | None = None,
+) -> str:
+    return dumps(sarif_document(report, root=root, catalogue=catalogue, sources=sources))
