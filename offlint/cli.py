@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -43,7 +43,11 @@ class LazyGroup(click.Group):
         target = _LAZY_COMMANDS.get(cmd_name)
         if target is None:
             return None
-        module = importlib.import_module(target[0])
+        try:
+            module = importlib.import_module(target[0])
+        except ImportError as exc:
+            # one line and exit 2 (never a traceback) when a subcommand cannot be loaded here
+            fail(f"`offlint {cmd_name}` is not available: {exc}")
         command = getattr(module, target[1])
         assert isinstance(command, click.Command)
         return command
@@ -60,7 +64,7 @@ def main() -> None:
     """offlint: find and fix CUDA-graph capture hazards in PyTorch weight offloaders."""
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """One clear line on stderr and exit code 2: never a traceback."""
     click.echo(f"offlint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
@@ -85,7 +89,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of each diagnostic.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when diagnostics are found.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this pyproject.toml / offlint.toml.")
-@click.option("--stdin-filename", help="The name to report for source read from `-`.")
+@click.option("--stdin-filename", help="Name (and config location) of source read from `-`; without PATHS, read stdin.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: number of cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write .offlint_cache.")
 @click.option("--timings", is_flag=True, help="Print where the time went (stderr).")
@@ -109,8 +113,11 @@ def check_command(
     """Find CUDA-graph capture hazards in PATHS (files, folders, or - for stdin)."""
     from offlint.analysis.checking import run_check_command
 
+    if not paths:
+        # like ruff: `--stdin-filename` without paths means the source comes from stdin
+        paths = (Path("-"),) if stdin_filename else (Path("."),)
     code = run_check_command(
-        paths=paths or (Path("."),),
+        paths=paths,
         select=_split(select) if select else None,
         extend_select=_split(extend_select),
         ignore=_split(ignore),
@@ -173,7 +180,7 @@ def rules_command(output_format: str) -> None:
     for s in catalogue.values():
         fix = {"safe": "fix", "unsafe": "fix (unsafe)", "none": "-"}[s.fix_safety.value]
         default = "" if s.default_enabled else "  [off by default]"
-        click.echo(f"{s.code}  {s.name:<38} {fix:<13}{default}")
+        click.echo(f"{s.code}  {s.name:<38} {fix:<13}{default}".rstrip())
 
 
 if __name__ == "__main__":  # pragma: no cover

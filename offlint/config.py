@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 import sys
@@ -76,8 +77,11 @@ def _matches_any(path: Path, root: Path, patterns: Sequence[str]) -> bool:
         pattern = pattern.rstrip("/")
         if fnmatch.fnmatchcase(text, pattern) or fnmatch.fnmatchcase(path.name, pattern):
             return True
-        # `dir/**` and `dir` both exclude everything below dir
-        base = pattern[:-3] if pattern.endswith("/**") else pattern
+        # `dir`, `dir/*` and `dir/**` all exclude dir and everything below it (fnmatch's `*`
+        # matches `/` too)
+        base = pattern.rstrip("*").rstrip("/") if pattern.endswith(("/*", "/**")) else pattern
+        if base != pattern and fnmatch.fnmatchcase(text, base):
+            return True
         if any(fnmatch.fnmatchcase(str(parent), base) for parent in rel.parents if str(parent) != "."):
             return True
     return False
@@ -141,8 +145,11 @@ def load_config_file(path: Path) -> Config:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-    if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("offlint", {})
+    tool = data.get("tool")
+    if path.name == "pyproject.toml" or (isinstance(tool, dict) and "offlint" in tool):
+        # any file holding a [tool.offlint] table is read like a pyproject.toml (--config
+        # ci-pyproject.toml); otherwise the whole file is the table (offlint.toml)
+        table = tool.get("offlint", {}) if isinstance(tool, dict) else {}
     else:
         table = data
     if not isinstance(table, dict):
@@ -154,8 +161,12 @@ class ConfigFinder:
     """Nearest `pyproject.toml` with a `[tool.offlint]` table above a path (cached per folder)."""
 
     def __init__(self, explicit: Path | None = None, fallback_root: Path | None = None) -> None:
-        self.explicit = load_config_file(explicit) if explicit is not None else None
-        self.fallback = Config(root=(fallback_root or Path.cwd()).resolve())
+        root = (fallback_root or Path.cwd()).resolve()
+        # as ruff does: globs of a `--config FILE` are relative to the working directory
+        self.explicit = (
+            dataclasses.replace(load_config_file(explicit), root=root) if explicit is not None else None
+        )
+        self.fallback = Config(root=root)
         self._by_dir: dict[Path, Config] = {}
 
     def for_path(self, path: Path) -> Config:
@@ -228,16 +239,23 @@ def resolve_selection(
     default_codes: Sequence[str],
     path: Path | None = None,
 ) -> frozenset[str]:
+    """The codes to run on `path`, as layers: the config file's, then the command line's.
+
+    Config: `select` (or the defaults) + `extend-select` - `ignore`. Command line: `--select`
+    replaces the config's select and extend-select (its ignore still applies), `--extend-select`
+    adds even what the config ignores, `--ignore` removes. `per-file-ignores` always win.
+    """
     where = str(config.source) if config.source else "configuration"
+    config_select = (
+        expand_selectors(config.select, all_codes, where) if config.select is not None else set(default_codes)
+    )
+    config_select |= expand_selectors(config.extend_select, all_codes, where)
     if overrides.select is not None:
         chosen = expand_selectors(overrides.select, all_codes, "--select")
-    elif config.select is not None:
-        chosen = expand_selectors(config.select, all_codes, where)
     else:
-        chosen = set(default_codes)
-    chosen |= expand_selectors(config.extend_select, all_codes, where)
-    chosen |= expand_selectors(overrides.extend_select, all_codes, "--extend-select")
+        chosen = config_select
     chosen -= expand_selectors(config.ignore, all_codes, where)
+    chosen |= expand_selectors(overrides.extend_select, all_codes, "--extend-select")
     chosen -= expand_selectors(overrides.ignore, all_codes, "--ignore")
     if path is not None:
         chosen -= expand_selectors(config.ignores_for(path), all_codes, where)

@@ -45,10 +45,14 @@ class Discovered:
 
 
 def display_path(path: Path, cwd: Path) -> str:
-    try:
-        return path.resolve().relative_to(cwd).as_posix()
-    except ValueError:
-        return path.as_posix()
+    # a link is shown by its own name (not its target's) when it lies below cwd
+    # os.path.realpath, unlike Path.resolve on 3.10/3.11, never raises on a symlink loop
+    for candidate in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):
+        try:
+            return candidate.relative_to(cwd).as_posix()
+        except ValueError:
+            continue
+    return path.as_posix()
 
 
 def _is_virtualenv(folder: str) -> bool:
@@ -82,7 +86,16 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
         where = display_path(Path(exc.filename), cwd) if exc.filename else display_path(root, cwd)
         errors.append(FileError(where, ErrorKind.UNREADABLE, exc.strerror or str(exc)))
 
+    # a folder named on the command line is taken even when its config excludes it (as a file
+    # is): that config's `exclude` is then waived below it; nested projects' still apply
+    given_config = finder.for_path(root)
+    waived = given_config if given_config.is_excluded(root) else None
+
     for folder, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        # entries are judged by the config of the folder holding them, so a project's `exclude`
+        # also drops a nested project (with its own pyproject.toml) below it
+        config = finder.for_path(Path(folder))
+        honour = config is not waived
         kept = []
         for name in sorted(dirnames):
             full = os.path.join(folder, name)
@@ -90,7 +103,7 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
                 continue
             if os.path.islink(full):
                 continue  # never follow folder links: no loops, no escaping the tree
-            if finder.for_path(Path(full)).is_excluded(Path(full)):
+            if honour and config.is_excluded(Path(full)):
                 continue
             kept.append(name)
         dirnames[:] = kept
@@ -98,6 +111,16 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
             if not name.endswith(".py"):
                 continue
             full_path = Path(folder, name)
-            if finder.for_path(full_path).is_excluded(full_path):
+            if os.path.islink(full_path) and not os.path.exists(full_path):
+                # a dangling link or a link loop: reported, never resolved (resolve would raise)
+                try:
+                    os.stat(full_path)
+                except OSError as exc:
+                    reason = exc.strerror or str(exc)
+                else:  # pragma: no cover - it appeared in between
+                    reason = "unreadable symbolic link"
+                errors.append(FileError(display_path(full_path, cwd), ErrorKind.UNREADABLE, f"symbolic link: {reason}"))
+                continue
+            if honour and config.is_excluded(full_path):
                 continue
             yield full_path

@@ -136,9 +136,10 @@ def resolve_pending(found: Suppressions, spans: list[tuple[int, int]], source_li
         # skip statements that start on the comment's own line (not possible for own-line)
         if index < len(spans):
             first, last = spans[index]
-            # a blank line or another statement between comment and target breaks the link
+            # only comment lines may sit between directive and target: a blank line or code
+            # (another statement, the rest of an enclosing expression) breaks the link
             between = source_lines[comment_line:first - 1]
-            if all(not line.strip() or line.strip().startswith(("#", "@")) for line in between):
+            if all(line.strip().startswith(("#", "@")) for line in between):
                 found.add_lines(first, last, codes)
                 continue
         found.add_lines(comment_line + 1, comment_line + 1, codes)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from offlint.analysis.engine import check_source
+from offlint.analysis.engine import DecodeError, check_source, decode_source
 from offlint.analysis.run import CheckOptions, check_paths, settings_for
-from offlint.catalogue import CatalogueError
-from offlint.config import ConfigError, ConfigFinder, SelectionOverrides
+from offlint.catalogue import CatalogueError, load_catalogue
+from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
 from offlint.diagnostics import RunReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -23,7 +23,11 @@ def exit_code_for(report: RunReport) -> int:
     return EXIT_FINDINGS if report.diagnostics else EXIT_CLEAN
 
 
-def check_stdin(stdin_filename: str | None, overrides: SelectionOverrides, config_file: Path | None) -> RunReport:
+def check_stdin(
+    stdin_filename: str | None, overrides: SelectionOverrides, config_file: Path | None
+) -> tuple[RunReport, dict[str, str]]:
+    """Check the source on stdin; also return it (display name -> text) so the code frames show
+    what was checked, not a file of the same name on disk."""
     display = stdin_filename or "-"
     cwd = Path.cwd()
     finder = ConfigFinder(config_file, fallback_root=cwd)
@@ -32,7 +36,22 @@ def check_stdin(stdin_filename: str | None, overrides: SelectionOverrides, confi
     data = sys.stdin.buffer.read()
     report = RunReport()
     report.files.append(check_source(data, display, settings))
-    return report
+    try:
+        sources = {display: decode_source(data)}
+    except DecodeError:
+        sources = {}
+    return report, sources
+
+
+def validate_overrides(overrides: SelectionOverrides) -> None:
+    """Unknown `--select/--extend-select/--ignore` selectors fail the run even with no files."""
+    codes = list(load_catalogue())
+    for option, selectors in (
+        ("--select", overrides.select or ()),
+        ("--extend-select", overrides.extend_select),
+        ("--ignore", overrides.ignore),
+    ):
+        expand_selectors(selectors, codes, option)
 
 
 def run_check_command(
@@ -56,11 +75,13 @@ def run_check_command(
 
     overrides = SelectionOverrides(select=select, extend_select=extend_select, ignore=ignore)
     started = time.perf_counter()
+    sources: dict[str, str] = {}
     try:
+        validate_overrides(overrides)
         if any(str(p) == "-" for p in paths):
             if len(paths) > 1:
                 raise ConfigError("`-` (stdin) cannot be combined with other paths")
-            report = check_stdin(stdin_filename, overrides, config_file)
+            report, sources = check_stdin(stdin_filename, overrides, config_file)
         else:
             report = check_paths(
                 CheckOptions(
@@ -80,7 +101,7 @@ def run_check_command(
     use_color = to_terminal if color is None else color
     root = Path.cwd()
     text = render_statistics(report, output_format) if statistics else render(
-        report, output_format, root=root, color=use_color
+        report, output_format, root=root, color=use_color, sources=sources
     )
     if output_file is not None:
         try:
@@ -89,7 +110,8 @@ def run_check_command(
             click.echo(f"offlint: error: cannot write {output_file}: {exc.strerror or exc}", err=True)
             return EXIT_ERROR
     elif text:
-        click.echo(text, nl=not text.endswith("\n"))
+        # color=: click strips escape codes from non-terminals, which would undo --color
+        click.echo(text, nl=not text.endswith("\n"), color=use_color)
     click.echo(render_summary(report), err=True, nl=False)
     if timings:
         click.echo(_timings_table(report), err=True)
@@ -97,12 +119,34 @@ def run_check_command(
 
 
 def _timings_table(report: RunReport) -> str:
-    totals: dict[str, float] = dict(report.timings)
-    for file_report in report.files:
+    """Where the time went: the run's stages (wall clock, main process), then the per-file
+    stages summed over every file (CPU time spread over the worker processes)."""
+    files = report.files
+    cached = sum(1 for f in files if f.cached)
+    parsed = sum(1 for f in files if f.parsed and not f.cached)
+    settled = len(files) - cached - parsed
+    lines = [
+        f"timings: {len(files)} files: {cached} from cache, {settled} settled by the prefilter,"
+        f" {parsed} parsed",
+        "  run (wall clock)",
+    ]
+    run_stages = ("discovery", "cache", "read", "prefilter", "pool start", "analyse", "total")
+    for stage in run_stages:
+        if stage in report.timings:
+            lines.append(f"    {stage:<26} {report.timings[stage] * 1000:10.1f} ms")
+    for stage, seconds in report.timings.items():
+        if stage not in run_stages:
+            lines.append(f"    {stage:<26} {seconds * 1000:10.1f} ms")
+    per_file: dict[str, float] = {}
+    for file_report in files:
         for stage, seconds in file_report.timings.items():
-            totals[f"files:{stage}"] = totals.get(f"files:{stage}", 0.0) + seconds
-    parsed = report.files_parsed
-    lines = [f"timings ({len(report.files)} files, {parsed} parsed):"]
-    for stage, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {stage:<24} {seconds * 1000:10.1f} ms")
+            per_file[stage] = per_file.get(stage, 0.0) + seconds
+    if per_file:
+        lines.append("  per file (summed over files and workers)")
+        order = ("decode", "prefilter", "import", "guard", "parse", "model")
+        named = [s for s in order if s in per_file]
+        rules = sorted(s for s in per_file if s.startswith("rule "))
+        rest = sorted(s for s in per_file if s not in order and not s.startswith("rule "))
+        for stage in named + rules + rest:
+            lines.append(f"    {stage:<26} {per_file[stage] * 1000:10.1f} ms")
     return "\n".join(lines)

@@ -1,8 +1,10 @@
 """Analyse one file: decode, prefilter, parse, model, run rules, position, suppress.
 
-Staged so that the expensive steps run only where they can matter: a file whose text holds no
-token any selected rule can fire on is never parsed; positions (a libcst metadata pass) and
-suppression comments are resolved only for files with at least one finding.
+Staged so that the expensive steps run only where they can matter: a file the prefilter
+(`prefilter.py`: selected rules' tokens, then the capture gate) rejects is never parsed; positions
+(a libcst metadata pass) and suppression comments are resolved only for files with at least one
+finding. libcst is imported only when a file is parsed, so a run that parses nothing (a warm cache,
+a tree with no candidate) never pays for the import.
 """
 
 from __future__ import annotations
@@ -12,16 +14,16 @@ import time
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
-from offlint.analysis.model import ModelOptions, ModuleModel
-from offlint.analysis.rule import Finding, Rule
-from offlint.analysis.rules import all_rules
-from offlint.catalogue import load_catalogue
+from offlint.analysis.guard import nesting_problem
+from offlint.analysis.prefilter import plan_for
 from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, Location
-from offlint.suppression import resolve_pending, scan_comments, statement_spans
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from offlint.analysis.rule import Finding, Rule
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,9 @@ class FileSettings:
     extra_tokens: tuple[str, ...] = field(default=())
 
     def key(self) -> str:
-        return "|".join([",".join(sorted(self.select)), ",".join(self.capture_reachable)])
+        return "|".join(
+            [",".join(sorted(self.select)), ",".join(self.capture_reachable), ",".join(self.extra_tokens)]
+        )
 
 
 class DecodeError(Exception):
@@ -58,24 +62,22 @@ def decode_source(data: bytes) -> str:
 
 
 def selected_rules(select: Iterable[str]) -> list[Rule]:
+    from offlint.analysis.rules import all_rules
+
     registry = all_rules()
     return [registry[code]() for code in sorted(select) if code in registry]
 
 
-def prefilter_tokens(rules: Iterable[Rule], settings: FileSettings) -> tuple[str, ...]:
-    tokens: list[str] = []
-    for rule in rules:
-        tokens.extend(rule.tokens)
-    tokens.extend(settings.capture_reachable)
-    tokens.extend(settings.extra_tokens)
-    return tuple(dict.fromkeys(t.strip("*.") for t in tokens if t.strip("*.")))
-
-
-def may_hold_hazard(text: str, tokens: tuple[str, ...]) -> bool:
-    return any(token in text for token in tokens)
+def may_hold_hazard(text: str, settings: FileSettings) -> bool:
+    """The prefilter: False only when no selected rule can fire anywhere in `text`."""
+    if any(token in text for token in settings.extra_tokens):
+        return True
+    return plan_for(frozenset(settings.select), tuple(settings.capture_reachable)).accepts(text)
 
 
 def parse_error(path: str, exc: Exception) -> FileError:
+    import libcst as cst
+
     if isinstance(exc, cst.ParserSyntaxError):
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
         return FileError(path, ErrorKind.SYNTAX, message, line=exc.raw_line)
@@ -84,8 +86,11 @@ def parse_error(path: str, exc: Exception) -> FileError:
     return FileError(path, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
-def check_source(data: bytes, path: str, settings: FileSettings) -> FileReport:
-    """Analyse one file's bytes. Never raises: failures become FileErrors on the report."""
+def check_source(data: bytes, path: str, settings: FileSettings, *, prefiltered: bool = False) -> FileReport:
+    """Analyse one file's bytes. Never raises: failures become FileErrors on the report.
+
+    `prefiltered`: the caller already ran the prefilter on this text and it passed.
+    """
     report = FileReport(path=path)
     started = time.perf_counter()
     try:
@@ -93,11 +98,33 @@ def check_source(data: bytes, path: str, settings: FileSettings) -> FileReport:
     except DecodeError as exc:
         report.errors.append(FileError(path, ErrorKind.UNDECODABLE, str(exc)))
         return report
-    rules = selected_rules(settings.select)
-    if not rules or not may_hold_hazard(text, prefilter_tokens(rules, settings)):
+    report.timings["decode"] = time.perf_counter() - started
+    if not prefiltered:
+        started = time.perf_counter()
+        passed = may_hold_hazard(text, settings)
         report.timings["prefilter"] = time.perf_counter() - started
+        if not passed:
+            return report
+    return analyse_text(text, path, settings, report)
+
+
+def analyse_text(text: str, path: str, settings: FileSettings, report: FileReport) -> FileReport:
+    """Parse, model, run the selected rules, position the findings (the libcst stages)."""
+    started = time.perf_counter()
+    import libcst as cst
+
+    from offlint.analysis.model import ModelOptions, ModuleModel
+
+    rules = selected_rules(settings.select)
+    report.timings["import"] = time.perf_counter() - started
+    if not rules:
         return report
-    report.timings["prefilter"] = time.perf_counter() - started
+    started = time.perf_counter()
+    problem = nesting_problem(text)  # libcst would crash the process on these (SIGSEGV)
+    report.timings["guard"] = time.perf_counter() - started
+    if problem is not None:
+        report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
+        return report
     try:
         started = time.perf_counter()
         module = cst.parse_module(text)
@@ -110,7 +137,7 @@ def check_source(data: bytes, path: str, settings: FileSettings) -> FileReport:
         for rule in rules:
             started = time.perf_counter()
             findings.extend((rule, f) for f in rule.find(model))
-            report.timings[rule.code] = time.perf_counter() - started
+            report.timings[f"rule {rule.code}"] = time.perf_counter() - started
         if findings:
             started = time.perf_counter()
             report.diagnostics, report.suppressed = _diagnostics(path, text, module, findings)
@@ -124,13 +151,19 @@ def check_source(data: bytes, path: str, settings: FileSettings) -> FileReport:
 def _diagnostics(
     path: str, text: str, module: cst.Module, findings: list[tuple[Rule, Finding]]
 ) -> tuple[list[Diagnostic], int]:
+    from offlint.analysis.positions import locate, whole_module_positions
+    from offlint.catalogue import load_catalogue
+    from offlint.suppression import resolve_pending, scan_comments, statement_spans
+
     catalogue = load_catalogue()
-    ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     lines = text.splitlines()
     suppressions = scan_comments(text)
-    if suppressions.pending:
+    if suppressions.pending:  # own-line directives need every statement's span
+        ranges = whole_module_positions(module)
         spans = statement_spans(module, {n: (r.start.line, r.end.line) for n, r in ranges.items()})
         resolve_pending(suppressions, spans, lines)
+    else:
+        ranges = locate(module, text, [finding.node for _, finding in findings])
     seen: set[tuple[str, int, int]] = set()
     found: list[Diagnostic] = []
     suppressed = 0

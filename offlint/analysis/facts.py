@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Callable
+
 import libcst as cst
 
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.syntax import child_nodes
+from offlint.analysis.torch_api import CAPTURE_TESTS, CURRENT_STREAM, DEVICE_SYNCS
 
 
 def receiver_kind(model: ModuleModel, site: CallSite) -> Typed:
@@ -98,5 +103,472 @@ def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         out.append(current)
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
     return out
+
+
+# ---------------------------------------------------------------- OFL2xx/OFL301 helpers
+
+
+def called_function(model: ModuleModel, site: CallSite) -> FunctionInfo | None:
+    """The same-module function a call site reaches (`f()` or `self.m()`), else None."""
+    return model._called_function(site.node, site.function)
+
+
+def mentions_capture_bookkeeping(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """A test that reads *persistent* capture bookkeeping - a `self.`/module attribute whose name
+    mentions capture (`self._made_in_capture`, `self._capture_id`) - as opposed to a test of the
+    current capture state (`is_current_stream_capturing()`, a local `capturing` flag)."""
+    for node in _walk(expr):
+        if isinstance(node, cst.Call) and model.qualname(node.func) in CAPTURE_TESTS:
+            continue
+        if not isinstance(node, cst.Attribute):
+            continue
+        q = model.qualname(node)
+        if q is not None and q.startswith("torch."):
+            continue
+        if "captur" in node.attr.value.lower():
+            return True
+    return False
+
+
+def capture_bookkeeping_tests(model: ModuleModel, fn: FunctionInfo) -> list[cst.BaseExpression]:
+    """Tests (`if`/`while`/ternary/`assert`) in a function that read persistent capture
+    bookkeeping (see `mentions_capture_bookkeeping`)."""
+    tests: list[cst.BaseExpression] = []
+    for node in _walk(fn.node.body):
+        test: cst.BaseExpression | None = None
+        if isinstance(node, cst.If | cst.While | cst.IfExp | cst.Assert):
+            test = node.test
+        if test is not None and mentions_capture_bookkeeping(model, test, fn):
+            tests.append(test)
+    return tests
+
+
+# ---------------------------------------------------------------- OFL102-OFL107 helpers
+# Streams: which stream an expression names (its *key*, for "the same stream" questions) and its
+# *role* (the current/compute stream, the legacy default stream, or a side stream); forks (the
+# side stream is made to wait on the current one) and joins (the current stream waits on the
+# side stream's work), within one call and through the same-module functions it calls.
+
+
+class StreamRole(enum.Enum):
+    CURRENT = "current"  # torch.cuda.current_stream(), or a name assigned only from it
+    DEFAULT = "default"  # torch.cuda.default_stream()
+    SIDE = "side"  # a stream known to be another one: torch.cuda.Stream(), self.alt_stream, ...
+    UNKNOWN = "unknown"  # a parameter, a call result, anything else
+
+
+# name fragments that say "this is the compute stream" (`self.main_stream`, `compute_stream`)
+_CURRENTISH = ("current", "cur_", "main", "compute", "default", "orig", "prev", "caller")
+_SIDE_CONSTRUCTORS = frozenset({"torch.cuda.Stream", "torch.cuda.ExternalStream"})
+_DEFAULT_STREAM = "torch.cuda.default_stream"
+
+
+def _values_assigned(model: ModuleModel, fn: FunctionInfo | None, target: str) -> list[cst.BaseExpression]:
+    """Values assigned to a local name (`target`, searched in `fn` and its enclosing functions)
+    or to `self.attr` (`target` = "self.attr", searched in every method of `fn`'s class)."""
+    out: list[cst.BaseExpression] = []
+    if target.startswith("self."):
+        if fn is None or fn.cls is None:
+            return out
+        attr = target[5:]
+        for other in model.functions:
+            if other.cls is not fn.cls:
+                continue
+            for assign in other.assignments:
+                if assign.value is not None and any(self_attribute(t) == attr for t in assign.targets):
+                    out.append(assign.value)
+        return out
+    scope = fn
+    while scope is not None:
+        for assign in scope.assignments:
+            if assign.value is not None and any(isinstance(t, cst.Name) and t.value == target for t in assign.targets):
+                out.append(assign.value)
+        if out or is_parameter(scope, target):
+            return out
+        scope = scope.parent
+    return out
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _currentish(name: str) -> bool:
+    low = name.lower().lstrip("_")
+    return low.startswith("cur") or any(part in low for part in _CURRENTISH)
+
+
+def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | None, _depth: int = 0) -> StreamRole:
+    """The role of a stream expression (see `StreamRole`). Conservative: a parameter, or a name or
+    attribute assigned from anything but a stream constructor, is UNKNOWN unless its kind says
+    stream and its name does not suggest the compute stream."""
+    if _depth > 4:
+        return StreamRole.UNKNOWN
+    if isinstance(expr, cst.Call):
+        q = model.qualname(expr.func)
+        if q in CURRENT_STREAM:
+            return StreamRole.CURRENT
+        if q == _DEFAULT_STREAM:
+            return StreamRole.DEFAULT
+        if q in _SIDE_CONSTRUCTORS:
+            return StreamRole.SIDE
+        return StreamRole.UNKNOWN
+    if isinstance(expr, cst.Name):
+        if fn is not None and is_parameter(fn, expr.value):
+            return StreamRole.UNKNOWN
+        values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
+        if not values:
+            values = [v for v in _global_values(model, expr.value) if not _is_none(v)]
+            if not values:
+                return StreamRole.UNKNOWN
+        roles = {stream_role(model, v, fn, _depth + 1) for v in values}
+        return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
+    node = expr.value if isinstance(expr, cst.Subscript) else expr
+    attr = self_attribute(node)
+    if attr is None or fn is None or fn.cls is None:
+        return StreamRole.UNKNOWN
+    values = [v for v in _values_assigned(model, fn, f"self.{attr}") if not _is_none(v)]
+    roles = {stream_role(model, v, fn, _depth + 1) for v in values} if node is expr else set()
+    if StreamRole.CURRENT in roles or StreamRole.DEFAULT in roles:
+        return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
+    if _currentish(attr):
+        return StreamRole.UNKNOWN
+    if roles == {StreamRole.SIDE}:
+        return StreamRole.SIDE
+    typed = fn.cls.attr_elements.get(attr) if node is not expr else fn.cls.attrs.get(attr)
+    if typed is not None and typed.kind is Kind.STREAM and (not typed.guessed or fn.cls.offloader_style):
+        return StreamRole.SIDE
+    if node is expr and typed is None:
+        guess = model.oracle.guess_from_name(expr)
+        if guess.kind is Kind.STREAM and fn.cls.offloader_style:
+            return StreamRole.SIDE
+    return StreamRole.UNKNOWN
+
+
+def _global_values(model: ModuleModel, name: str) -> list[cst.BaseExpression]:
+    out: list[cst.BaseExpression] = []
+    for stmt in model.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
+                ):
+                    out.append(small.value)
+    return out
+
+
+def stream_key(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | None, _depth: int = 0) -> str | None:
+    """Which stream an expression names, as a key two expressions share when they name the same
+    stream: "<current>", "<default>", "self.alt_stream", "self.streams[]", "local:f:name",
+    "global:name"; a local assigned once from a keyed expression takes that key."""
+    if isinstance(expr, cst.Call):
+        q = model.qualname(expr.func)
+        if q in CURRENT_STREAM:
+            return "<current>"
+        if q == _DEFAULT_STREAM:
+            return "<default>"
+        return None
+    if isinstance(expr, cst.Name):
+        if fn is not None and not is_parameter(fn, expr.value) and _depth < 4:
+            values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
+            keys = {stream_key(model, v, fn, _depth + 1) for v in values}
+            if len(keys) == 1 and None not in keys:
+                return keys.pop()
+            if values:
+                return f"local:{fn.qualname}:{expr.value}"
+        if fn is not None and (is_parameter(fn, expr.value) or expr.value in fn.locals):
+            return f"local:{fn.qualname}:{expr.value}"
+        return f"global:{expr.value}"
+    if isinstance(expr, cst.Subscript):
+        inner = storage_of(expr.value) if not isinstance(expr.value, cst.Subscript) else None
+        attr = self_attribute(expr.value)
+        if attr is not None:
+            return f"self.{attr}[]"
+        return f"{inner}[]" if inner else None
+    return storage_of(expr) or dotted_name(expr)
+
+
+def _is_current_side(role: StreamRole) -> bool:
+    return role in (StreamRole.CURRENT, StreamRole.DEFAULT)
+
+
+def recorded_on_current_before(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression, order: int) -> bool:
+    """`ev.record()` (or `ev.record(cur)`, `ev = cur.record_event()`) on the current stream,
+    earlier in the same call and outside any `with torch.cuda.stream(side)`."""
+    name = local_name(event) if storage_of(event) is None else None
+    key = storage_of(event) or name
+    if key is None:
+        return False
+    for site in fn.calls:
+        if site.order >= order:
+            continue
+        if site.method == "record" and site.receiver is not None and (storage_of(site.receiver) or local_name(site.receiver)) == key:
+            if site.node.args:
+                if _is_current_side(stream_role(model, site.node.args[0].value, fn)):
+                    return True
+                continue
+            if all(_is_current_side(stream_role(model, s.stream, fn)) for s in site.stream_scopes):
+                return True
+        if site.method == "record_event" and site.receiver is not None and _is_current_side(stream_role(model, site.receiver, fn)):
+            if site.node.args and (storage_of(site.node.args[0].value) or local_name(site.node.args[0].value)) == key:
+                return True
+            if name is not None and any(
+                a.value is site.node and any(isinstance(t, cst.Name) and t.value == name for t in a.targets)
+                for a in fn.assignments
+            ):
+                return True
+    return False
+
+
+def fork_key(model: ModuleModel, site: CallSite, strict: bool = False) -> str | None:
+    """The key of the stream a call forks: `side.wait_stream(x)` or `side.wait_event(ev)`.
+    Lenient (default): any such wait makes `side` forked - used where a missing fork is the finding.
+    Strict: only a fork from the current stream (`x` is the current/default stream, `ev` was
+    recorded on it earlier in the call) - used where the fork itself is the finding."""
+    fn = site.function
+    if site.method == "wait" and site.receiver is not None and len(site.node.args) <= 1:
+        # `ev.wait(s)`, or `ev.wait()` under `with torch.cuda.stream(s)`: s waits on ev
+        if not is_event(model, site.receiver, fn):
+            return None
+        target = site.node.args[0].value if site.node.args else (
+            site.stream_scopes[-1].stream if site.stream_scopes else None
+        )
+        if target is None or _is_current_side(stream_role(model, target, fn)):
+            return None
+        if strict and not recorded_on_current_before(model, fn, site.receiver, site.order):
+            return None
+        return stream_key(model, target, fn)
+    if site.method not in ("wait_stream", "wait_event") or site.receiver is None or not site.node.args:
+        return None
+    if strict:
+        if _is_current_side(stream_role(model, site.receiver, fn)):
+            return None
+        arg = site.node.args[0].value
+        if site.method == "wait_stream" and not _is_current_side(stream_role(model, arg, fn)):
+            return None
+        if site.method == "wait_event" and not recorded_on_current_before(model, fn, arg, site.order):
+            return None
+    return stream_key(model, site.receiver, fn)
+
+
+def _carries_key(fn: FunctionInfo, callee: FunctionInfo, key: str) -> bool:
+    """Whether a stream key means the same stream in a callee (`self.` keys within one class,
+    globals and the current/default streams everywhere)."""
+    if key.startswith("self."):
+        return callee.cls is not None and callee.cls is fn.cls
+    return not key.startswith("local:")
+
+
+def _callees(model: ModuleModel, fn: FunctionInfo) -> list[tuple[CallSite, FunctionInfo]]:
+    out = []
+    for site in fn.calls:
+        target = model._called_function(site.node, fn)
+        if target is not None and target is not fn:
+            out.append((site, target))
+    return out
+
+
+def _anywhere(
+    model: ModuleModel, fn: FunctionInfo, key: str, test: Callable[[CallSite], bool], seen: set[int]
+) -> bool:
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    if any(test(site) for site in fn.calls):
+        return True
+    return any(
+        _carries_key(fn, callee, key) and _anywhere(model, callee, key, test, seen) for _, callee in _callees(model, fn)
+    )
+
+
+def forked_before(model: ModuleModel, fn: FunctionInfo, key: str, order: int) -> bool:
+    """`key` is forked (leniently, see `fork_key`) earlier in this call: directly, in a
+    same-module function called earlier, or by a same-module caller before it calls us."""
+
+    def forks(site: CallSite) -> bool:
+        return fork_key(model, site) == key
+
+    for site in fn.calls:
+        if site.order >= order:
+            continue
+        if forks(site) or _handed_to_helper(model, site, key):
+            return True
+        target = model._called_function(site.node, fn)
+        if (
+            target is not None
+            and target is not fn
+            and _carries_key(fn, target, key)
+            and _anywhere(model, target, key, forks, set())
+        ):
+            return True
+    return _entered_after(model, fn, key, forks, set(), before=True)
+
+
+# calls that take a stream argument without forking it
+_NOT_FORKING_METHODS = frozenset({"record_stream", "wait_stream", "wait_event", "record", "record_event", "synchronize"})
+
+
+def _handed_to_helper(model: ModuleModel, site: CallSite, key: str) -> bool:
+    """The stream is passed to a function offlint cannot see (`mhc.fork_stats_stream(s)`,
+    `utils.fork(s)`), which may fork it: counted as a fork, so that a missing fork is only
+    reported when none can have happened."""
+    if site.method in _NOT_FORKING_METHODS or (site.callee or "").startswith("torch."):
+        return False
+    if model._called_function(site.node, site.function) is not None:
+        return False  # same-module: looked into instead
+    fn = site.function
+    return any(stream_key(model, arg.value, fn) == key for arg in site.node.args if not isinstance(arg.value, cst.Call))
+
+
+def _entered_after(
+    model: ModuleModel,
+    fn: FunctionInfo,
+    key: str,
+    test: Callable[[CallSite], bool],
+    seen: set[int],
+    before: bool,
+) -> bool:
+    """A same-module caller of `fn` satisfies `test` before (or after) the call, directly or in
+    its own callers."""
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    for caller in model.functions:
+        if caller is fn or not _carries_key(caller, fn, key):
+            continue
+        for site in caller.calls:
+            if model._called_function(site.node, caller) is not fn:
+                continue
+            window = [s for s in caller.calls if (s.order < site.order if before else s.order > site.order)]
+            if any(test(s) for s in window):
+                return True
+            for other in window:
+                target = model._called_function(other.node, caller)
+                if (
+                    target is not None
+                    and target is not fn
+                    and _carries_key(caller, target, key)
+                    and _anywhere(model, target, key, test, set())
+                ):
+                    return True
+            if _entered_after(model, caller, key, test, seen, before):
+                return True
+    return False
+
+
+def is_join_of(model: ModuleModel, site: CallSite, key: str) -> bool:
+    """A call that makes the current stream (or the host) wait for work on stream `key`:
+    `x.wait_stream(side)`, any event wait (`x.wait_event(ev)`, `ev.wait()`, `ev.synchronize()`),
+    `side.synchronize()`, `torch.cuda.synchronize()`."""
+    fn = site.function
+    if site.callee in DEVICE_SYNCS:
+        return True
+    if site.method == "wait_stream" and site.node.args:
+        return stream_key(model, site.node.args[0].value, fn) == key
+    if site.method == "wait_event" and site.node.args:
+        return stream_key(model, site.receiver, fn) != key if site.receiver is not None else True
+    if site.method in ("wait", "synchronize") and site.receiver is not None:
+        if is_event(model, site.receiver, fn):
+            return True
+        return site.method == "synchronize" and stream_key(model, site.receiver, fn) == key
+    return False
+
+
+def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int) -> bool:
+    """Stream `key` is joined later in the same call: here, in a same-module function called
+    later, or by a same-module caller after it calls us."""
+
+    def joins(site: CallSite) -> bool:
+        return is_join_of(model, site, key)
+
+    for site in fn.calls:
+        if site.order <= order:
+            continue
+        if joins(site):
+            return True
+        target = model._called_function(site.node, fn)
+        if (
+            target is not None
+            and target is not fn
+            and _carries_key(fn, target, key)
+            and _anywhere(model, target, key, joins, set())
+        ):
+            return True
+    return _entered_after(model, fn, key, joins, set(), before=False)
+
+
+def capture_aware_joins(model: ModuleModel) -> list[FunctionInfo]:
+    """Functions that join side-stream work in a way that knows about capture: they test
+    `is_current_stream_capturing()` (or a flag from it) or read capture bookkeeping
+    (`self._captured`), and make the current stream wait (`cur.wait_stream(side)`,
+    `cur.wait_event(ev)`, `ev.wait()`) somewhere that may run while capturing."""
+    out = []
+    for fn in model.functions:
+        if not (fn.tests_capture or capture_bookkeeping_tests(model, fn)):
+            continue
+        for site in fn.calls:
+            if not site.context.may_capture:
+                continue
+            if site.method == "wait_stream" and site.receiver is not None and site.node.args:
+                if _is_current_side(stream_role(model, site.receiver, fn)):
+                    out.append(fn)
+                    break
+            elif site.method == "wait_event" or (
+                site.method == "wait" and site.receiver is not None and is_event(model, site.receiver, fn)
+            ):
+                out.append(fn)
+                break
+    return out
+
+
+def mentions_capture_tag_strict(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """Capture bookkeeping in a test (`self._captured_in == capture_id`, `tag_captured`), not a
+    test of the current capture state: `is_current_stream_capturing()` and flags assigned from it
+    do not count (they decide the context instead)."""
+    if mentions_capture_bookkeeping(model, expr, fn):
+        return True
+    nodes = _walk(expr)
+    attr_names = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    for node in nodes:
+        if id(node) in attr_names:
+            continue  # `.is_current_stream_capturing`, `self.x_captured`: attributes judged above
+        if isinstance(node, cst.Name) and "captur" in node.value.lower():
+            if model.is_capture_test(node, fn):
+                continue
+            q = model.qualname(node)
+            if q is not None and q.startswith("torch."):
+                continue
+            if fn.tests_capture and _is_predicate_call_name(model, node):
+                continue
+            return True
+    return False
+
+
+def _is_predicate_call_name(model: ModuleModel, node: cst.Name) -> bool:
+    target = model.module_functions.get(node.value)
+    return target is not None and target.is_capture_predicate
+
+
+def guarded_by_capture_bookkeeping(model: ModuleModel, site: CallSite) -> bool:
+    """A guard around the call consults capture bookkeeping (see `mentions_capture_tag_strict`)."""
+    return any(mentions_capture_tag_strict(model, test, site.function) for test, _ in site.guards)
+
+
+def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
+    """`event.record()` (the same expression: `self.done`, `self.ready[i]`) runs earlier in the
+    same call whenever `site` runs - not in a branch `site` is outside of - so a wait at `site`
+    waits on a record of the same capture."""
+    fn = site.function
+    for other in fn.calls:
+        if other.order >= site.order or other.method != "record" or other.receiver is None:
+            continue
+        if len(other.node.args) > 1 or not other.receiver.deep_equals(event):
+            continue
+        guards = other.guards
+        if len(guards) <= len(site.guards) and all(
+            a[0] is b[0] and a[1] == b[1] for a, b in zip(guards, site.guards[: len(guards)], strict=True)
+        ):
+            return True
+    return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import canonical
 
 
@@ -38,7 +39,11 @@ class NameResolver(cst.CSTVisitor):
     @classmethod
     def of(cls, module: cst.Module) -> NameResolver:
         resolver = cls()
-        module.visit(resolver)
+        for node in walk(module):
+            if isinstance(node, cst.Import):
+                resolver.visit_Import(node)
+            elif isinstance(node, cst.ImportFrom):
+                resolver.visit_ImportFrom(node)
         return resolver
 
     def visit_Import(self, node: cst.Import) -> bool:

@@ -68,6 +68,9 @@ _TENSOR_FACTORIES = frozenset(
         "torch.stack",
     }
 )
+# factories whose result lives where their input does
+_FOLLOWS_INPUT = frozenset({"torch.cat", "torch.stack", "torch.as_tensor"})
+_PY_DATA = (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)
 _LIKE_FACTORIES = frozenset(
     {"torch.empty_like", "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.rand_like", "torch.randn_like"}
 )
@@ -93,6 +96,12 @@ def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
 
 def is_true(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def _pinning_unknown(call: cst.Call) -> bool:
+    """`pin_memory=` given but not a literal True/False (`pin_memory=pin`)."""
+    pin = keyword(call, "pin_memory")
+    return pin is not None and not (isinstance(pin, cst.Name) and pin.value in ("True", "False"))
 
 
 def names_cuda_device(expr: cst.BaseExpression | None, resolver: NameResolver) -> bool:
@@ -140,9 +149,17 @@ class KindOracle:
                 return Typed(Kind.EVENT)
             if q in GRAPH_CONSTRUCTORS:
                 return Typed(Kind.GRAPH)
+            if q in _FOLLOWS_INPUT and keyword(call, "device") is None:
+                # `torch.cat(parts)` is where its inputs are; `torch.as_tensor(t)` too, unless t
+                # is Python data (then it is made on the host)
+                data = call.args[0].value if call.args else None
+                if q != "torch.as_tensor" or not isinstance(data, _PY_DATA):
+                    return Typed(Kind.TENSOR)
             if q in _TENSOR_FACTORIES:
                 if is_true(keyword(call, "pin_memory")):
                     return Typed(Kind.PINNED_HOST)
+                if _pinning_unknown(call):
+                    return Typed(Kind.TENSOR)  # `pin_memory=flag`: host, pinned or not
                 device = keyword(call, "device")
                 if names_cuda_device(device, self.resolver):
                     return Typed(Kind.DEVICE_TENSOR)
@@ -163,11 +180,15 @@ class KindOracle:
                 return Typed(Kind.NOT_TORCH)
         if isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
+            if self.of(call.func.value, lookup).kind is Kind.NOT_TORCH:
+                return Typed(Kind.NOT_TORCH)  # `arr.sum()` on a numpy array, `q.get()` on a queue
             if method == "pin_memory":
                 return Typed(Kind.PINNED_HOST)
             if method in _DEVICE_METHODS:
                 return Typed(Kind.DEVICE_TENSOR)
             if method == "cpu":
+                if self.of(call.func.value, lookup).kind is Kind.PINNED_HOST:
+                    return Typed(Kind.PINNED_HOST)  # a host tensor's .cpu() is itself
                 return Typed(Kind.PAGEABLE_HOST)
             if method == "to":
                 target = keyword(call, "device")
@@ -176,6 +197,8 @@ class KindOracle:
                 if names_cuda_device(target, self.resolver):
                     return Typed(Kind.DEVICE_TENSOR)
                 if names_cpu_device(target):
+                    if self.of(call.func.value, lookup).kind is Kind.PINNED_HOST:
+                        return Typed(Kind.PINNED_HOST)  # a host tensor's .to("cpu") is itself
                     return Typed(Kind.PAGEABLE_HOST)
                 receiver = self.of(call.func.value, lookup)
                 return receiver if receiver.kind.is_tensor else UNKNOWN

@@ -18,11 +18,13 @@ import enum
 import fnmatch
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 
 from offlint.analysis.imports import NameResolver, dotted_name
 from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
+from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
     GRAPH_CONTEXTS,
@@ -151,6 +153,7 @@ class FunctionInfo:
     reachable: bool = False
     reachable_reason: str = ""
     entry_context: Context = Context.UNKNOWN
+    binding_nodes: list[cst.CSTNode] | None = None  # Assign/AnnAssign/With/Call of its own body
 
     @property
     def name(self) -> str:
@@ -256,6 +259,27 @@ class ModuleModel:
             return None
         return Context.CAPTURING if self.is_capture_test(test, fn) else None
 
+    def branch_contexts(
+        self, test: cst.BaseExpression, fn: FunctionInfo | None
+    ) -> tuple[Context | None, Context | None]:
+        """The contexts of the body and of the else branch of `if test:` (None: not decided by
+        the test). Unlike `capture_condition`, sound for conjunctions and disjunctions: the else
+        branch of `if capturing and x:` may still run while capturing."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, other = self.branch_contexts(test.expression, fn)
+            return other, body
+        if isinstance(test, cst.BooleanOperation):
+            left = self.branch_contexts(test.left, fn)
+            right = self.branch_contexts(test.right, fn)
+            if isinstance(test.operator, cst.And):  # body: both hold; else: either fails
+                return left[0] or right[0], None
+            if isinstance(test.operator, cst.Or):  # body: either holds; else: both fail
+                return None, left[1] or right[1]
+        decided = self.capture_condition(test, fn)
+        if decided is None:
+            return None, None
+        return decided, decided.negate()
+
     def _called_function(self, call: cst.Call, fn: FunctionInfo | None) -> FunctionInfo | None:
         """The same-module function a call reaches: `f()` or `self.m()`."""
         if isinstance(call.func, cst.Name):
@@ -269,10 +293,26 @@ class ModuleModel:
     def _collect_definitions(self) -> None:
         model = self
 
-        class Definitions(cst.CSTVisitor):
+        class Definitions:
+            # a hand-rolled traversal: libcst's visitor machinery costs more than the parse
             def __init__(self) -> None:
                 self.class_stack: list[ClassInfo] = []
                 self.fn_stack: list[FunctionInfo] = []
+
+            def run(self, node: cst.CSTNode) -> None:
+                if isinstance(node, cst.ClassDef):
+                    self.visit_ClassDef(node)
+                    for child in child_nodes(node):
+                        self.run(child)
+                    self.leave_ClassDef(node)
+                elif isinstance(node, cst.FunctionDef):
+                    self.visit_FunctionDef(node)
+                    for child in child_nodes(node):
+                        self.run(child)
+                    self.leave_FunctionDef(node)
+                else:
+                    for child in child_nodes(node):
+                        self.run(child)
 
             def visit_ClassDef(self, node: cst.ClassDef) -> bool:
                 bases = tuple(d for d in (dotted_name(a.value) for a in node.bases) if d)
@@ -308,7 +348,7 @@ class ModuleModel:
             def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
                 self.fn_stack.pop()
 
-        self.module.visit(Definitions())
+        Definitions().run(self.module)
 
     def _collect_globals(self) -> None:
         lookup = Lookup({}, {}, {}, {}, self.oracle.globals)
@@ -329,7 +369,9 @@ class ModuleModel:
                 fn.locals[param.name.value] = join(
                     fn.locals.get(param.name.value), self.oracle.of_annotation(param.annotation.annotation)
                 )
-        for node in _own_nodes(fn.node.body):
+        if fn.binding_nodes is None:  # collected once, read by every round
+            fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
+        for node in fn.binding_nodes:
             if isinstance(node, cst.Assign):
                 typed = self.oracle.of(node.value, lookup)
                 element = self._element_kind(node.value, lookup)
@@ -345,16 +387,20 @@ class ModuleModel:
                     if item.asname is not None and isinstance(item.asname.name, cst.Name):
                         typed = self.oracle.of(item.item, lookup)
                         fn.locals[item.asname.name.value] = join(fn.locals.get(item.asname.name.value), typed)
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            elif (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ("append", "add")
+                and node.args
+            ):
                 # `self.events.append(ev)` / `events.append(Event())`
-                if node.func.attr.value in ("append", "add") and node.args:
-                    typed = self.oracle.of(node.args[0].value, lookup)
-                    container = node.func.value
-                    if isinstance(container, cst.Name):
-                        fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
-                    attr = self_attribute(container)
-                    if attr is not None and fn.cls is not None:
-                        fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
+                typed = self.oracle.of(node.args[0].value, lookup)
+                container = node.func.value
+                if isinstance(container, cst.Name):
+                    fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
+                attr = self_attribute(container)
+                if attr is not None and fn.cls is not None:
+                    fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
         body = fn.node.body
         if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
             only = body.body[0]
@@ -363,7 +409,11 @@ class ModuleModel:
                 and len(only.body) == 1
                 and isinstance(only.body[0], cst.Return)
                 and only.body[0].value is not None
-                and self.is_capture_test(only.body[0].value, fn)
+                and (
+                    self.is_capture_test(only.body[0].value, fn)
+                    # `return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()`
+                    or self.capture_condition(only.body[0].value, fn) is Context.CAPTURING
+                )
             ):
                 fn.is_capture_predicate = True
 
@@ -540,14 +590,19 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
         yield params.star_kwarg
 
 
+# exact types, compared with `type(x) in`: isinstance against libcst's ABCs is slow
+_SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call})
+
+
 def _own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
     """Every node of a function body, not descending into nested functions, classes, lambdas."""
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
         yield node
-        for child in reversed(node.children):
-            if isinstance(child, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+        for child in reversed(child_nodes(node)):
+            if type(child) in _SCOPE_TYPES:
                 continue
             stack.append(child)
 
@@ -619,7 +674,7 @@ class _BodyWalker:
                         self.graph_depth -= 1
                         capture_region_open = False
                     self.small(small, stmt, ctx)
-            else:
+            elif isinstance(stmt, cst.BaseCompoundStatement):
                 ctx = self.compound(stmt, ctx)
         if capture_region_open:
             self.graph_depth -= 1
@@ -672,7 +727,7 @@ class _BodyWalker:
                 self.block(stmt.finalbody.body, ctx)
             return after
         # match and anything else: walk children blocks in the same context
-        for child in stmt.children:
+        for child in child_nodes(stmt):
             if isinstance(child, cst.BaseSuite):
                 self.block(child, ctx)
             elif isinstance(child, cst.BaseExpression):
@@ -681,11 +736,12 @@ class _BodyWalker:
 
     def if_statement(self, stmt: cst.If, ctx: Context) -> Context:
         self.expression(stmt.test, stmt, ctx)
-        decided = self.model.capture_condition(stmt.test, self.fn)
+        decided_body, decided_else = self.model.branch_contexts(stmt.test, self.fn)
+        decided = decided_body or decided_else
         if decided is not None:
             self.fn.tests_capture = True
-        body_ctx = decided if decided is not None else ctx
-        else_ctx = decided.negate() if decided is not None else ctx
+        body_ctx = decided_body or ctx
+        else_ctx = decided_else or ctx
         self.guards.append((stmt.test, True))
         self.block(stmt.body, body_ctx)
         self.guards[-1] = (stmt.test, False)
@@ -757,24 +813,27 @@ class _BodyWalker:
         found: list[tuple[cst.Call, Context]] = []
         while stack:
             current, current_ctx = stack.pop()
-            if isinstance(current, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            current_type = type(current)
+            if current_type in _SCOPE_TYPES:
                 continue
-            if isinstance(current, cst.IfExp):
-                decided = self.model.capture_condition(current.test, self.fn)
-                if decided is not None:
+            if current_type is cst.IfExp:
+                current = cast(cst.IfExp, current)
+                decided_body, decided_else = self.model.branch_contexts(current.test, self.fn)
+                if decided_body is not None or decided_else is not None:
                     self.fn.tests_capture = True
-                    stack.append((current.orelse, decided.negate()))
-                    stack.append((current.body, decided))
+                    stack.append((current.orelse, decided_else or current_ctx))
+                    stack.append((current.body, decided_body or current_ctx))
                     stack.append((current.test, current_ctx))
                     continue
-            if isinstance(current, cst.Call):
+            if current_type is cst.Call:
+                current = cast(cst.Call, current)
                 found.append((current, current_ctx))
                 q = self.model.qualname(current.func)
                 if q in CAPTURE_TESTS:
                     self.fn.tests_capture = True
             # pre-order, children in source order: close enough to evaluation order for the
             # rules' "before/after" questions
-            stack.extend((child, current_ctx) for child in reversed(current.children))
+            stack.extend((child, current_ctx) for child in reversed(child_nodes(current)))
         for call, call_ctx in found:
             self.record_call(call, stmt, call_ctx)
 

@@ -1,32 +1,56 @@
-"""Run the analysis over many files: discovery, per-file settings, parallel analysis.
+"""Run the analysis over many files: discovery, per-file settings, cache, prefilter, parsing.
 
-Parsing is the whole cost, so work is spread over processes only when there is enough of it,
-and never nested: worker processes analyse files serially.
+Parsing with libcst is the whole cost, so the work is staged and only what is left reaches it:
+
+1. discovery, then for each file: read its bytes; a result cached under the same bytes and
+   settings is taken as is (`cache.py`);
+2. the prefilter (`prefilter.py`, microseconds per file) drops every file that cannot hold a
+   finding of the selected rules; this runs in the main process, which never imports libcst;
+3. what is left is parsed and analysed, in a process pool when there is enough of it: the pool
+   starts (and its workers import libcst) as soon as the first candidate of a large tree is
+   seen, so that cost overlaps the main process's reading; candidates go largest first and
+   results stream back as they complete. No pool for a single file or little work, with `-j1`,
+   nor under pre-commit (`PRE_COMMIT` set), which runs its own processes in parallel.
 """
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
+import stat
+import sys
 import time
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from offlint.analysis.engine import FileSettings, check_source
+from offlint.analysis.cache import ResultCache, content_key
+from offlint.analysis.engine import (
+    DecodeError,
+    FileSettings,
+    check_source,
+    decode_source,
+    may_hold_hazard,
+)
 from offlint.catalogue import load_catalogue
 from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_selection
 from offlint.diagnostics import ErrorKind, FileError, FileReport, RunReport
 from offlint.discovery import Discovered, discover
 
-# below this many bytes of candidate source a pool costs more than it saves
-PARALLEL_THRESHOLD_BYTES = 2_000_000
+# below this many bytes of candidate source a pool costs more than it saves (~0.3 s of parsing)
+PARALLEL_THRESHOLD_BYTES = 250_000
+# a tree this large starts the pool at its first candidate, before all files are read
+EARLY_POOL_MIN_FILES = 64
+
+Job = tuple[bytes, str, FileSettings]
 
 
 @dataclass(frozen=True)
 class CheckOptions:
     paths: tuple[Path, ...]
-    overrides: SelectionOverrides = SelectionOverrides()
+    overrides: SelectionOverrides = SelectionOverrides()  # noqa: RUF009 - frozen, shared safely
     config_file: Path | None = None
     jobs: int | None = None
     cwd: Path | None = None
@@ -41,9 +65,32 @@ def settings_for(config: Config, overrides: SelectionOverrides, path: Path | Non
     return FileSettings(select=select, capture_reachable=tuple(config.capture_reachable))
 
 
+class _SettingsMemo:
+    """Settings depend on the path only through the config and its per-file ignores."""
+
+    def __init__(self, finder: ConfigFinder, overrides: SelectionOverrides) -> None:
+        self.finder = finder
+        self.overrides = overrides
+        self._memo: dict[tuple[int, tuple[str, ...]], tuple[Config, FileSettings]] = {}
+
+    def __call__(self, path: Path) -> FileSettings:
+        config = self.finder.for_path(path)
+        key = (id(config), config.ignores_for(path) if config.per_file_ignores else ())
+        found = self._memo.get(key)
+        if found is None:
+            found = (config, settings_for(config, self.overrides, path))
+            self._memo[key] = found  # holding config keeps its id unique
+        return found[1]
+
+
 def read_file(found: Discovered) -> bytes | FileError:
     try:
-        return found.path.read_bytes()
+        # O_NONBLOCK: opening a FIFO named `*.py` must not hang the run; only regular files are read
+        fd = os.open(found.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return FileError(found.display, ErrorKind.UNREADABLE, "not a regular file")
+            return handle.read()
     except FileNotFoundError:
         return FileError(found.display, ErrorKind.MISSING, "vanished before it could be read")
     except IsADirectoryError:
@@ -52,9 +99,22 @@ def read_file(found: Discovered) -> bytes | FileError:
         return FileError(found.display, ErrorKind.UNREADABLE, exc.strerror or str(exc))
 
 
-def _analyse(job: tuple[bytes, str, FileSettings]) -> FileReport:
-    data, display, settings = job
-    return check_source(data, display, settings)
+def serial_only(jobs: int | None) -> bool:
+    """No pool: `-j1`, or no `-j` under pre-commit (it already runs hooks in parallel)."""
+    if jobs is not None:
+        return jobs <= 1
+    return bool(os.environ.get("PRE_COMMIT")) or (os.cpu_count() or 1) <= 1
+
+
+def worker_count(jobs: int | None, tasks: int) -> int:
+    count = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    return max(1, min(count, tasks))
+
+
+def cache_root(finder: ConfigFinder, cwd: Path) -> Path:
+    """The project root (the folder of the configuration that applies to cwd), else cwd."""
+    config = finder.for_path(cwd)
+    return config.root if config.source is not None else cwd
 
 
 def check_paths(options: CheckOptions) -> RunReport:
@@ -62,29 +122,152 @@ def check_paths(options: CheckOptions) -> RunReport:
     cwd = (options.cwd or Path.cwd()).resolve()
     finder = ConfigFinder(options.config_file, fallback_root=cwd)
     report = RunReport()
+    clock = _Clock(report.timings)
     started = time.perf_counter()
     files, errors = discover(list(options.paths), finder, cwd)
     report.errors.extend(errors)
-    report.timings["discovery"] = time.perf_counter() - started
+    clock.add("discovery", time.perf_counter() - started)
 
-    jobs: list[tuple[bytes, str, FileSettings]] = []
+    results_cache: ResultCache | None = None
+    if options.use_cache:
+        with clock("cache"):
+            results_cache = ResultCache.at(cache_root(finder, cwd))
+    settings_of = _SettingsMemo(finder, options.overrides)
+    serial = serial_only(options.jobs)
+    pool: _Pool | None = None
+    candidates: list[tuple[Job, str | None]] = []  # (job, cache key)
+
     for found in files:
-        settings = settings_for(finder.for_path(found.path), options.overrides, found.path)
-        data = read_file(found)
+        settings = settings_of(found.path)
+        with clock("read"):
+            data = read_file(found)
         if isinstance(data, FileError):
             report.files.append(FileReport(path=found.display, errors=[data]))
             continue
-        jobs.append((data, found.display, settings))
-    report.files.extend(analyse_all(jobs, options.jobs))
+        key = None
+        if results_cache is not None:
+            with clock("cache"):
+                key = content_key(data, settings.key())
+                hit = results_cache.get(key, found.display)
+            if hit is not None:
+                report.files.append(hit)
+                continue
+        with clock("prefilter"):
+            early = _prefilter(data, found.display, settings)
+        if early is not None:
+            report.files.append(early)
+            if results_cache is not None and key is not None:
+                results_cache.put(key, early)
+            continue
+        candidates.append(((data, found.display, settings), key))
+        if pool is None and not serial and len(files) >= EARLY_POOL_MIN_FILES:
+            with clock("pool start"):
+                pool = _Pool(worker_count(options.jobs, len(files)))
+
+    with clock("analyse"):
+        total = sum(len(job[0]) for job, _ in candidates)
+        if pool is None and not serial and len(candidates) >= 2 and total >= PARALLEL_THRESHOLD_BYTES:
+            with clock("pool start"):
+                pool = _Pool(worker_count(options.jobs, len(candidates)))
+        keys = {job[1]: key for job, key in candidates}
+        jobs = [job for job, _ in candidates]
+        stream = pool.run(jobs) if pool is not None else (_analyse(job) for job in jobs)
+        try:
+            for file_report in stream:
+                report.files.append(file_report)
+                key = keys.get(file_report.path)
+                if results_cache is not None and key is not None:
+                    results_cache.put(key, file_report)
+        finally:
+            if pool is not None:
+                pool.close()
+    if results_cache is not None:
+        with clock("cache"):
+            results_cache.save()
     report.files.sort(key=lambda f: f.path)
     report.timings["total"] = time.perf_counter() - started
     return report
 
 
-def analyse_all(jobs: Sequence[tuple[bytes, str, FileSettings]], workers: int | None) -> list[FileReport]:
+def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:
+    """The report of a file settled without parsing (undecodable, or no possible finding)."""
+    try:
+        text = decode_source(data)
+    except DecodeError as exc:
+        return FileReport(path=display, errors=[FileError(display, ErrorKind.UNDECODABLE, str(exc))])
+    if not settings.select or not may_hold_hazard(text, settings):
+        return FileReport(path=display)
+    return None
+
+
+def _analyse(job: Job) -> FileReport:
+    data, display, settings = job
+    return check_source(data, display, settings, prefiltered=True)
+
+
+def _warm_up() -> None:
+    """Pool initializer: pay for libcst and the rules while the main process is still reading."""
+    import libcst  # noqa: F401
+
+    import offlint.analysis.model  # noqa: F401
+    from offlint.analysis.rules import all_rules
+
+    all_rules()
+
+
+class _Pool:
+    def __init__(self, workers: int) -> None:
+        context = None
+        if sys.platform.startswith("linux"):
+            # fork: workers start in milliseconds with the parent's imports (the parent has not
+            # imported libcst, and holds no threads yet)
+            context = multiprocessing.get_context("fork")
+        self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
+        # start the workers now, so their imports overlap the caller's work
+        self._warm: list[Future[None]] = [self.executor.submit(_noop) for _ in range(workers)]
+
+    def run(self, jobs: Sequence[Job]) -> Iterator[FileReport]:
+        """Largest first (the longest parse must not start last); results as they complete."""
+        ordered = sorted(jobs, key=lambda job: -len(job[0]))
+        futures = [self.executor.submit(_analyse, job) for job in ordered]
+        for future in as_completed(futures):
+            yield future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _noop() -> None:
+    return None
+
+
+def analyse_all(jobs: Sequence[Job], workers: int | None) -> list[FileReport]:
+    """Analyse already-read files (no cache): serially unless there is enough work for a pool."""
     total = sum(len(data) for data, _, _ in jobs)
-    count = workers if workers and workers > 0 else (os.cpu_count() or 1)
-    if count <= 1 or len(jobs) < 2 or total < PARALLEL_THRESHOLD_BYTES:
-        return [_analyse(job) for job in jobs]
-    with ProcessPoolExecutor(max_workers=min(count, len(jobs))) as pool:
-        return list(pool.map(_analyse, jobs, chunksize=max(1, len(jobs) // (count * 8))))
+    if serial_only(workers) or len(jobs) < 2 or total < PARALLEL_THRESHOLD_BYTES:
+        return [check_source(*job) for job in jobs]
+    pool = _Pool(worker_count(workers, len(jobs)))
+    try:
+        early = [r for r in (_prefilter(*job) for job in jobs) if r is not None]
+        settled = {r.path for r in early}
+        return early + list(pool.run([job for job in jobs if job[1] not in settled]))
+    finally:
+        pool.close()
+
+
+class _Clock:
+    """Sums wall time per stage into `RunReport.timings`."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(stage, time.perf_counter() - started)

@@ -55,18 +55,33 @@ STREAM_SYNC_METHODS = frozenset({"synchronize", "query"})
 EVENT_HOST_METHODS = frozenset({"synchronize", "query", "elapsed_time"})
 TENSOR_HOST_SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 
-# tokens whose presence in a file's text is necessary for any capture-reachable code; the
-# prefilter refuses to parse a file that mentions none of them (nor a configured name)
-CAPTURE_TOKENS = (
-    "Stream",
-    "Event",
-    "wait_stream",
-    "wait_event",
-    "record_stream",
-    "is_current_stream_capturing",
-    "graph",
-    "capture_begin",
-    "current_stream",
-    "default_stream",
-    "stream(",
+# The prefilter's necessary condition for capture-reachable code (analysis/prefilter.py): every
+# way model.py makes a function capture-reachable, or code a graph-capture region, needs one of
+# these names in the file. Keep it in step with model.py (tests/test_parallel.py checks it).
+# - APIs resolved through imports, by their last name (`tc.Stream`, `from torch.cuda import Event`);
+#   aliases (`torch.Event`, `torch.accelerator.current_stream`) keep the last name:
+CAPTURE_API_NAMES = frozenset(
+    q.rsplit(".", 1)[1]
+    for q in STREAM_CONSTRUCTORS | EVENT_CONSTRUCTORS | STREAM_CONTEXTS | CAPTURE_TESTS
+    | GRAPH_CONTEXTS | GRAPH_CONSTRUCTORS
 )
+# - methods, whatever the receiver: stream ordering (offloader-style classes), `record_event()`
+#   (an event), `capture_begin()` (a graph region), hook registration (installed hooks)
+HOOK_REGISTRARS = frozenset(
+    {
+        "register_forward_pre_hook",
+        "register_forward_hook",
+        "register_full_backward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_forward_hook",
+    }
+)
+CAPTURE_METHOD_NAMES = STREAM_ORDERING_METHODS | HOOK_REGISTRARS | {"record_event", "capture_begin"}
+# - attributes whose assignment installs capture-reachable code (`module.forward = wrapped`)
+CAPTURE_ASSIGNED_ATTRS = frozenset({"forward"})
+CAPTURE_TOKENS = tuple(sorted(CAPTURE_API_NAMES | CAPTURE_METHOD_NAMES | CAPTURE_ASSIGNED_ATTRS))
+
+# OFL301: "am I being traced?" - constant True in code torch.compile traces
+COMPILING_TESTS = frozenset({"torch.compiler.is_compiling", "torch._dynamo.is_compiling"})
+# pure allocations: they write nothing, so they produce no data another stream could race on
+ALLOCATORS = frozenset({"torch.empty", "torch.empty_like", "torch.empty_strided"})

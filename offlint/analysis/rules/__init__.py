@@ -20,7 +20,11 @@ def all_rules() -> dict[str, type[Rule]]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule:
-                if getattr(value, "__module__", None) == module.__name__:
-                    found[value.code] = value
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and getattr(value, "__module__", None) == module.__name__
+            ):
+                found[value.code] = value
     return dict(sorted(found.items()))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from offlint.analysis.facts import (
-    guarded_by_capture_tag,
+    guarded_by_capture_bookkeeping,
     is_event,
     local_name,
+    recorded_earlier_in_call,
     recorded_locally_before,
     storage_of,
 )
@@ -31,9 +32,11 @@ class WaitOnUncapturedEvent(Rule):
                 continue
             if not is_event(model, event, site.function):
                 continue
-            if guarded_by_capture_tag(site):
-                continue
+            if guarded_by_capture_bookkeeping(model, site):
+                continue  # capture bookkeeping, not the capture test itself (that sets the context)
             name = local_name(event)
             if name is not None and storage_of(event) is None and recorded_locally_before(site, name):
                 continue  # recorded earlier in the same call, hence in the same capture
+            if recorded_earlier_in_call(site, event):
+                continue  # `self.done.record()` earlier in this call, on every path to the wait
             yield Finding(site.node, {"event": code_of(event, model.module)})

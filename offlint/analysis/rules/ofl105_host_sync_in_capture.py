@@ -21,7 +21,16 @@ _DEVICE_ONLY = frozenset({Kind.DEVICE_TENSOR})
 
 class HostSyncInCapture(Rule):
     code = "OFL105"
-    tokens = ("synchronize(", ".query(", ".item(", ".tolist(", ".cpu(", ".numpy(", "nonzero(", "print(")
+    tokens = (
+        "synchronize(",
+        ".query(",
+        ".item(",
+        ".tolist(",
+        ".cpu(",
+        ".numpy(",
+        "nonzero(",
+        "print(",
+    )
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
         for site in model.all_calls():
@@ -36,7 +45,10 @@ class HostSyncInCapture(Rule):
         if site.callee in DEVICE_SYNCS:
             return "torch.cuda.synchronize()"
         if site.callee == "torch.nonzero" and keyword(node, "size") is None:
-            if node.args and model.kind_of(node.args[0].value, site.function).kind not in _HOST_SIDE:
+            if (
+                node.args
+                and model.kind_of(node.args[0].value, site.function).kind not in _HOST_SIDE
+            ):
                 return "torch.nonzero() without size="
             return None
         if site.method in STREAM_SYNC_METHODS:
@@ -53,13 +65,18 @@ class HostSyncInCapture(Rule):
             return f".{site.method}()"
         if site.method == "numpy" and receiver_kind(model, site).kind in _DEVICE_ONLY:
             return ".numpy()"
-        if site.method == "nonzero" and keyword(node, "size") is None:
-            if receiver_kind(model, site).kind in _DEVICE_ONLY:
-                return ".nonzero() without size="
+        if (
+            site.method == "nonzero"
+            and keyword(node, "size") is None
+            and receiver_kind(model, site).kind in _DEVICE_ONLY
+        ):
+            return ".nonzero() without size="
         if isinstance(node.func, cst.Name) and node.func.value in ("print", "repr", "bool", "str"):
             for arg in node.args:
                 if model.kind_of(arg.value, site.function).kind in _DEVICE_ONLY:
-                    return f"{node.func.value}() of a CUDA tensor ({code_of(arg.value, model.module)})"
+                    return (
+                        f"{node.func.value}() of a CUDA tensor ({code_of(arg.value, model.module)})"
+                    )
         return None
 
 

@@ -1,0 +1,289 @@
+"""Decide without parsing whether a file can hold a finding of the selected rules.
+
+Parsing with libcst is the whole cost of a run, so every file goes through two cheap stages
+first. Both are *necessary conditions*: a file they reject cannot produce a finding, given how
+`model.py` and the rules work. When in doubt they let the file through.
+
+1. Rule tokens. Each rule declares `tokens`, text it needs (any one). We match the identifier
+   core of each token (`".item("` -> `item`, `".data ="` -> `data`) as a plain substring, so
+   spacing, line breaks and `from torch import nonzero as nz` cannot hide a call. A rule with no
+   usable token always passes this stage.
+2. Capture gate, for the rules that only report in capture-reachable code or in a graph-capture
+   region (`CAPTURE_GATED_RULES`). It accepts a file only when it holds one of the ways
+   `model.py` makes code capture-reachable (`torch_api.CAPTURE_TOKENS`):
+   - a torch stream/event/graph API (`torch.cuda.Stream`, `torch.cuda.stream`,
+     `is_current_stream_capturing`, `torch.cuda.graph`, ...), found by its last name, either
+     imported by that name or reached through a dotted chain whose head an import binds
+     (`self.stream` and `req.stream` are not torch APIs; `torch.cuda.stream` and `tc.stream` are);
+   - a method name (`wait_stream`, `record_stream`, `capture_begin`, hook registrars, ...);
+   - an assignment to `x.forward`;
+   - a function named by `capture-reachable` configuration (all its literal fragments).
+
+Everything here is plain `str` searching and a few regular expressions: no libcst, no `ast`
+(`ast.parse` costs a fifth of a libcst parse, far too much for a filter). The rule tokens are
+read from the rule modules' source (`tokens = (...)` literals) so that this module never imports
+libcst; a rule whose tokens are not a literal makes us import the rules instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from offlint.analysis.torch_api import (
+    CAPTURE_API_NAMES,
+    CAPTURE_ASSIGNED_ATTRS,
+    CAPTURE_METHOD_NAMES,
+)
+
+# Rules that can only fire in capture-reachable code or a graph-capture region, with names that
+# let them fire without it (OFL106 also flags `non_blocking=True` copies anywhere). A rule that is
+# not listed is never gated: sound, only slower. OFL204/OFL205 need `with torch.cuda.stream(...)`
+# (the model's stream scopes), itself a capture-gate source. OFL301 (torch.compile) is not gated.
+CAPTURE_GATED_RULES: dict[str, tuple[str, ...]] = {
+    "OFL101": (),
+    "OFL102": (),
+    "OFL103": (),
+    "OFL104": (),
+    "OFL105": (),
+    "OFL106": ("non_blocking",),
+    "OFL107": (),
+    "OFL201": (),
+    "OFL202": (),
+    "OFL203": (),
+    "OFL204": (),
+    "OFL205": (),
+}
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_SPACE = " \t\f\r\n\\"
+# the text after `import` up to the end of the statement: a parenthesised list, or the rest of
+# the logical line (backslash continuations included)
+_IMPORT_TAIL = re.compile(r"[ \t\f]*(\([^)]*\)|(?:[^\n\\;#]|\\.)*)", re.DOTALL)
+_FORWARD_STORE = re.compile(
+    r"\.[ \t\f\r\n\\]*(?:"
+    + "|".join(sorted(CAPTURE_ASSIGNED_ATTRS))
+    + r")\b[ \t\f\r\n\\)]*(?:=(?!=)|:|[-+*/%&|^@]=|//=|\*\*=|<<=|>>=|#)"
+)
+_ATTRIBUTE_OF = {name: re.compile(r"\.[ \t\f\r\n\\]*" + name + r"\b") for name in CAPTURE_API_NAMES}
+_WORD = {name: re.compile(r"\b" + name + r"\b") for name in CAPTURE_API_NAMES}
+_UNSURE = "<unsure>"
+# every CAPTURE_METHOD_NAMES entry contains one of these: a quick first test
+_METHOD_PREFIXES = tuple(
+    sorted({next((p for p in ("wait_", "record_", "register_") if p in n), n) for n in CAPTURE_METHOD_NAMES})
+)
+
+
+def token_core(token: str) -> str | None:
+    """The identifier a token needs: the last name before any `(` or `=` (`".to("` -> `to`)."""
+    head = re.split(r"[(=]", token.strip(), maxsplit=1)[0]
+    names = _IDENT.findall(head)
+    return names[-1] if names else None
+
+
+@dataclass(frozen=True)
+class RuleFilter:
+    code: str
+    cores: tuple[str, ...]  # any one must be in the text; () = always
+    gated: bool
+    alternatives: tuple[str, ...] = ()  # names that open the gate for this rule alone
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The prefilter for one selection and configuration.
+
+    Evaluated as: an ungated rule's token; or the capture gate and a token of any gated rule;
+    or a gated rule's own alternative and token. Tokens are searched shortest first, as the
+    short ones (`to`, `cpu`) are the common ones and a hit ends the search early.
+    """
+
+    rules: tuple[RuleFilter, ...]
+    reachable_patterns: tuple[str, ...] = ()
+    _fragments: tuple[tuple[str, ...] | None, ...] = field(default=(), repr=False)
+
+    def accepts(self, text: str) -> bool:
+        for rule in self.rules:
+            if not rule.gated and _any_in(rule.cores, text):
+                return True
+        gated = [r for r in self.rules if r.gated]
+        if not gated:
+            return False
+        for rule in gated:
+            if rule.alternatives and _any_in(rule.alternatives, text) and _any_in(rule.cores, text):
+                return True
+        if not self.capture_gate(text):
+            return False
+        if any(not r.cores for r in gated):
+            return True
+        union = sorted({c for r in gated for c in r.cores}, key=len)
+        return any(core in text for core in union)
+
+    def capture_gate(self, text: str) -> bool:
+        if any(prefix in text for prefix in _METHOD_PREFIXES) and any(
+            name in text for name in CAPTURE_METHOD_NAMES
+        ):
+            return True
+        if any(attr in text for attr in CAPTURE_ASSIGNED_ATTRS) and _FORWARD_STORE.search(text):
+            return True
+        for fragments in self._fragments:
+            if fragments is None or all(f in text for f in fragments):
+                return True
+        return "torch" in text and mentions_torch_api(text)
+
+
+def _any_in(cores: tuple[str, ...], text: str) -> bool:
+    return not cores or any(core in text for core in cores)
+
+
+def mentions_torch_api(text: str) -> bool:
+    """A capture API name used where it can resolve to torch: imported by name, or the last
+    link of a dotted chain whose head some import binds."""
+    imported: frozenset[str] | None = None
+    for name in CAPTURE_API_NAMES:
+        if name not in text:
+            continue
+        if imported is None:
+            imported = imported_names(text)
+        if name in imported:
+            return True
+        for match in _ATTRIBUTE_OF[name].finditer(text):
+            head = chain_head(text, match.start())
+            if head is _UNSURE or (head is not None and head in imported):
+                return True
+    return False
+
+
+def imported_names(text: str) -> frozenset[str]:
+    """Every identifier after an `import` keyword, to the end of its statement: a superset of
+    the names imports bind (`import a.b as c`, `from m import (x as y, z)`)."""
+    found: set[str] = set()
+    at = text.find("import")
+    while at >= 0:
+        end = at + 6
+        if (at == 0 or text[at - 1] not in _IDENT_CHARS) and (end >= len(text) or text[end] not in _IDENT_CHARS):
+            match = _IMPORT_TAIL.match(text, end)
+            if match:
+                found.update(_IDENT.findall(match.group(1)))
+        at = text.find("import", end)
+    return frozenset(found)
+
+
+def chain_head(text: str, dot: int) -> str | None:
+    """For `a.b.c` with `text[dot]` the dot before `c`: `a`. None when the chain does not start
+    at a name (`f().c`, `x[0].c`), `_UNSURE` when it cannot be told cheaply (parentheses,
+    a chain broken across lines, where comments may hide)."""
+    i = dot
+    while True:
+        j = i - 1
+        crossed_line = False
+        while j >= 0 and text[j] in _SPACE:
+            crossed_line = crossed_line or text[j] == "\n"
+            j -= 1
+        if j < 0:
+            return _UNSURE
+        if crossed_line:
+            return _UNSURE
+        ch = text[j]
+        if ch == ")":
+            return _UNSURE  # `(torch.cuda).Stream` resolves in libcst
+        if ch not in _IDENT_CHARS:
+            return None  # a subscript, a literal, a call result: never a dotted name
+        k = j
+        while k > 0 and text[k - 1] in _IDENT_CHARS:
+            k -= 1
+        name = text[k : j + 1]
+        m = k - 1
+        crossed_line = False
+        while m >= 0 and text[m] in _SPACE:
+            crossed_line = crossed_line or text[m] == "\n"
+            m -= 1
+        if m >= 0 and text[m] == ".":
+            if crossed_line:
+                return _UNSURE
+            i = m
+            continue
+        return name
+
+
+# --------------------------------------------------------------------------- plans
+
+
+@cache
+def rule_tokens() -> dict[str, tuple[str, ...]]:
+    """{code: tokens} of every rule, read from the rule modules without importing them."""
+    static = _static_rule_tokens()
+    if static is not None:
+        return static
+    from offlint.analysis.rules import all_rules
+
+    return {code: tuple(cls.tokens) for code, cls in all_rules().items()}
+
+
+def _static_rule_tokens() -> dict[str, tuple[str, ...]] | None:
+    folder = Path(__file__).resolve().parent / "rules"
+    found: dict[str, tuple[str, ...]] = {}
+    try:
+        paths = sorted(folder.glob("ofl*.py"))
+        for path in paths:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                values: dict[str, object] = {}
+                for stmt in node.body:
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                        target = stmt.targets[0]
+                        if isinstance(target, ast.Name) and target.id in ("code", "tokens"):
+                            values[target.id] = ast.literal_eval(stmt.value)
+                if "code" not in values:
+                    continue
+                bases = [b.id if isinstance(b, ast.Name) else None for b in node.bases]
+                if bases != ["Rule"]:
+                    return None  # inherited tokens: ask the classes
+                tokens = values.get("tokens", ())
+                if not isinstance(tokens, tuple) or not all(isinstance(t, str) for t in tokens):
+                    return None
+                found[str(values["code"])] = tokens
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    return found or None
+
+
+def _pattern_fragments(pattern: str) -> tuple[str, ...] | None:
+    """Literal parts every name matching an fnmatch pattern over `Class.method` contains;
+    None when nothing can be said (character classes)."""
+    if "[" in pattern:
+        return None
+    parts = [p for p in re.split(r"[*?.]", pattern) if p and p not in "<locals>"]
+    return tuple(parts) if parts else None
+
+
+@cache
+def plan_for(select: frozenset[str], capture_reachable: tuple[str, ...] = ()) -> Plan:
+    tokens = rule_tokens()
+    rules: list[RuleFilter] = []
+    for code in sorted(select):
+        if code not in tokens:
+            continue
+        cores = tuple(dict.fromkeys(token_core(t) for t in tokens[code]))
+        usable = () if None in cores else tuple(c for c in cores if c)
+        rules.append(
+            RuleFilter(
+                code=code,
+                cores=usable,
+                gated=code in CAPTURE_GATED_RULES,
+                alternatives=CAPTURE_GATED_RULES.get(code, ()),
+            )
+        )
+    fragments = tuple(_pattern_fragments(p) for p in capture_reachable)
+    return Plan(tuple(rules), tuple(capture_reachable), fragments)
+
+
+def accepts(text: str, select: Iterable[str], capture_reachable: tuple[str, ...] = ()) -> bool:
+    return plan_for(frozenset(select), tuple(capture_reachable)).accepts(text)

@@ -1,0 +1,49 @@
+"""OFL102 wait-on-unforked-stream: the current stream joins a side stream never forked in this call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from offlint.analysis.facts import (
+    StreamRole,
+    forked_before,
+    guarded_by_capture_bookkeeping,
+    stream_key,
+    stream_role,
+)
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+
+
+class WaitOnUnforkedStream(Rule):
+    code = "OFL102"
+    tokens = ("wait_stream(",)
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for site in model.all_calls():
+            if site.method != "wait_stream" or not site.hazardous or site.receiver is None:
+                continue
+            if len(site.node.args) != 1:
+                continue
+            fn = site.function
+            # the receiver must be the current (compute) stream: `side.wait_stream(cur)` is a fork
+            if stream_role(model, site.receiver, fn) not in (
+                StreamRole.CURRENT,
+                StreamRole.DEFAULT,
+            ):
+                continue
+            side = site.node.args[0].value
+            if stream_role(model, side, fn) is not StreamRole.SIDE:
+                continue
+            key = stream_key(model, side, fn)
+            if key is None or forked_before(model, fn, key, site.order):
+                continue
+            if guarded_by_capture_bookkeeping(model, site):
+                continue
+            yield Finding(
+                site.node,
+                {
+                    "stream": code_of(side, model.module),
+                    "current": code_of(site.receiver, model.module),
+                },
+            )

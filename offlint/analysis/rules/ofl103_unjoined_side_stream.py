@@ -1,0 +1,80 @@
+"""OFL103 unjoined-side-stream: a fork whose join happens only in another call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from offlint.analysis.facts import (
+    StreamRole,
+    capture_aware_joins,
+    fork_key,
+    joined_after,
+    stream_role,
+)
+from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+
+
+def _returns_recorded_event(fn: FunctionInfo, order: int) -> bool:
+    """The function records a local event after the fork and returns it (alone or inside a
+    result object): the join is handed to the caller, who gets the event."""
+    recorded = {
+        site.receiver.value
+        for site in fn.calls
+        if site.order > order and site.method == "record" and isinstance(site.receiver, cst.Name)
+    }
+    if not recorded:
+        return False
+    for ret in fn.returns:
+        if ret.order > order and ret.node.value is not None:
+            names = {n.value for n in _names(ret.node.value)}
+            if names & recorded:
+                return True
+    return False
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    out: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            out.append(current)
+        stack.extend(current.children)
+    return out
+
+
+class UnjoinedSideStream(Rule):
+    code = "OFL103"
+    tokens = ("wait_stream(", "wait_event(")
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        joins: list[FunctionInfo] | None = None
+        for fn in model.functions:
+            seen: set[str] = set()
+            for site in fn.calls:
+                if not site.hazardous or site.receiver is None:
+                    continue
+                key = fork_key(model, site, strict=True)
+                if key is None or key in seen:
+                    continue
+                if stream_role(model, site.receiver, fn) not in (
+                    StreamRole.SIDE,
+                    StreamRole.DEFAULT,
+                ):
+                    continue
+                seen.add(key)
+                if joined_after(model, fn, key, site.order):
+                    continue
+                if _returns_recorded_event(fn, site.order):
+                    continue  # the caller gets the event to join (publish/consume pairs)
+                if joins is None:
+                    joins = capture_aware_joins(model)
+                if any(j is not fn for j in joins):
+                    continue  # the module offers a capture-aware join (documented)
+                yield Finding(
+                    site.node,
+                    {"stream": code_of(site.receiver, model.module), "function": fn.qualname},
+                )

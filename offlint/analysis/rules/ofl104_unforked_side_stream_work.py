@@ -1,0 +1,47 @@
+"""OFL104 unforked-side-stream-work: work under `with torch.cuda.stream(s)` with no fork of `s`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from offlint.analysis.facts import StreamRole, fork_key, forked_before, stream_key, stream_role
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.torch_api import STREAM_CONTEXTS
+
+
+class UnforkedSideStreamWork(Rule):
+    code = "OFL104"
+    tokens = ("stream(",)
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for fn in model.functions:
+            for scope in fn.stream_withs:
+                items = {id(item.item) for item in scope.node.items}
+                opener = next(
+                    (
+                        s
+                        for s in fn.calls
+                        if id(s.node) in items
+                        and s.callee in STREAM_CONTEXTS
+                        and s.node.args
+                        and s.node.args[0].value is scope.stream
+                    ),
+                    None,
+                )
+                if opener is None or not opener.hazardous:
+                    continue
+                if stream_role(model, scope.stream, fn) not in (
+                    StreamRole.SIDE,
+                    StreamRole.DEFAULT,
+                ):
+                    continue
+                inside = [s for s in fn.calls if any(sc is scope for sc in s.stream_scopes)]
+                if not inside:
+                    continue  # no work under it
+                key = stream_key(model, scope.stream, fn)
+                if key is None or forked_before(model, fn, key, opener.order):
+                    continue
+                if any(fork_key(model, s) == key for s in inside):
+                    continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work
+                yield Finding(opener.node, {"stream": code_of(scope.stream, model.module)})

@@ -1,0 +1,74 @@
+"""OFL106 pageable-host-copy: a host<->device copy whose host side is known to be pageable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from offlint.analysis.kinds import Kind, is_true, keyword, names_cpu_device, names_cuda_device
+from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+
+# `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first
+_CONSTRUCT_ON_DEVICE = frozenset({"torch.tensor", "torch.as_tensor"})
+_LITERALS = (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float, cst.UnaryOperation)
+
+
+class PageableHostCopy(Rule):
+    code = "OFL106"
+    tokens = (".to(", ".cuda(", "copy_(", "tensor(")
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for site in model.all_calls():
+            non_blocking = is_true(keyword(site.node, "non_blocking"))
+            if not (site.hazardous or non_blocking):
+                continue
+            found = self._copy_of(model, site, non_blocking)
+            if found is not None:
+                host, copy = found
+                yield Finding(site.node, {"host": code_of(host, model.module), "copy": copy})
+
+    def _copy_of(
+        self, model: ModuleModel, site: CallSite, non_blocking: bool
+    ) -> tuple[cst.BaseExpression, str] | None:
+        node, fn = site.node, site.function
+
+        def kind(expr: cst.BaseExpression) -> Kind:
+            typed = model.kind_of(expr, fn)
+            return typed.kind if not typed.guessed else Kind.UNKNOWN
+
+        if site.method in ("to", "cuda") and site.receiver is not None:
+            if site.method == "to":
+                target = keyword(node, "device")
+                if target is None and node.args and node.args[0].keyword is None:
+                    target = node.args[0].value
+                if not names_cuda_device(target, model.resolver) or names_cpu_device(target):
+                    return None
+            if kind(site.receiver) is Kind.PAGEABLE_HOST:
+                return site.receiver, f".{site.method}()"
+            return None
+        if (
+            site.method == "copy_"
+            and site.receiver is not None
+            and node.args
+            and node.args[0].keyword is None
+        ):
+            dst, src = site.receiver, node.args[0].value
+            dst_kind, src_kind = kind(dst), kind(src)
+            if dst_kind is Kind.DEVICE_TENSOR and src_kind is Kind.PAGEABLE_HOST:
+                return src, "copy_() host to device"
+            if dst_kind is Kind.PAGEABLE_HOST and src_kind is Kind.DEVICE_TENSOR:
+                return dst, "copy_() device to host"
+            return None
+        if site.callee in _CONSTRUCT_ON_DEVICE and site.hazardous and node.args:
+            if not names_cuda_device(keyword(node, "device"), model.resolver):
+                return None
+            data = node.args[0].value
+            if isinstance(data, _LITERALS) or kind(data) is Kind.PAGEABLE_HOST:
+                return data, f"{site.callee}(..., device=...)"
+            if isinstance(data, cst.Call) and (model.qualname(data.func) or "").startswith(
+                "numpy."
+            ):
+                return data, f"{site.callee}(..., device=...)"
+        return None

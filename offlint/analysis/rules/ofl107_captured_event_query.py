@@ -1,0 +1,141 @@
+"""OFL107 captured-event-query: host queries of events a capture records; timing events in capture."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from offlint.analysis.facts import is_event, is_parameter, local_name, storage_of
+from offlint.analysis.kinds import is_true, keyword
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.torch_api import EVENT_CONSTRUCTORS, EVENT_HOST_METHODS
+
+
+def _event_key(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | None) -> str | None:
+    stored = storage_of(expr)
+    if stored is not None:
+        return stored
+    name = local_name(expr)
+    if name is None:
+        return None
+    if fn is None or (
+        name not in fn.locals and not is_parameter(fn, name) and name in model.oracle.globals
+    ):
+        return f"global:{name}"
+    return f"local:{fn.qualname}:{name}"
+
+
+def _timing_not_external(node: cst.Call) -> bool:
+    timing = keyword(node, "enable_timing")
+    if timing is None and node.args and node.args[0].keyword is None:
+        timing = node.args[0].value
+    return is_true(timing) and not is_true(keyword(node, "external"))
+
+
+class CapturedEventQuery(Rule):
+    code = "OFL107"
+    tokens = ("query(", "synchronize(", "elapsed_time(", "enable_timing")
+
+    def find(self, model: ModuleModel) -> Iterator[Finding]:
+        captured = self._recorded_in_capture(model)
+        for site in model.all_calls():
+            fn = site.function
+            if site.method in EVENT_HOST_METHODS and site.receiver is not None:
+                if not is_event(model, site.receiver, fn):
+                    continue
+                events = [site.receiver]
+                if site.method == "elapsed_time" and site.node.args:
+                    events.append(site.node.args[0].value)
+                call = f"{code_of(site.receiver, model.module)}.{site.method}()"
+                if site.hazardous:
+                    where = "queries a CUDA event from the host in capture-reachable code"
+                    yield Finding(site.node, {"call": call, "where": where})
+                    continue
+                hit = next((e for e in events if _event_key(model, e, fn) in captured), None)
+                if hit is not None:
+                    where = f"queries `{code_of(hit, model.module)}`, an event recorded in capture-reachable code"
+                    yield Finding(site.node, {"call": call, "where": where})
+            elif site.callee in EVENT_CONSTRUCTORS and _timing_not_external(site.node):
+                keys = self._bound_to(model, site)
+                if any(k in captured for k in keys):
+                    yield self._timing_finding(model, site.node)
+        for (
+            stmt
+        ) in model.module.body:  # module-level `START = torch.cuda.Event(enable_timing=True)`
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)):
+                    continue
+                if model.qualname(
+                    small.value.func
+                ) not in EVENT_CONSTRUCTORS or not _timing_not_external(small.value):
+                    continue
+                if any(_event_key(model, t.target, None) in captured for t in small.targets):
+                    yield self._timing_finding(model, small.value)
+
+    @staticmethod
+    def _timing_finding(model: ModuleModel, node: cst.Call) -> Finding:
+        where = "is recorded in capture-reachable code without `external=True`: `elapsed_time` fails after a replay"
+        return Finding(node, {"call": code_of(node, model.module), "where": where})
+
+    @staticmethod
+    def _recorded_in_capture(model: ModuleModel) -> set[str]:
+        keys: set[str] = set()
+        for site in model.all_calls():
+            if not site.hazardous:
+                continue
+            fn = site.function
+            event: cst.BaseExpression | None = None
+            if site.method == "record" and site.receiver is not None and len(site.node.args) <= 1:
+                event = site.receiver
+            elif site.method == "record_event" and site.node.args:
+                event = site.node.args[0].value
+            if event is not None and is_event(model, event, fn):
+                key = _event_key(model, event, fn)
+                if key is not None:
+                    keys.add(key)
+        return keys
+
+    @staticmethod
+    def _bound_to(model: ModuleModel, site: CallSite) -> set[str]:
+        """Keys of the names/attributes an `Event(...)` call is stored in (directly or as an
+        element of a list/dict/comprehension)."""
+        fn = site.function
+        keys: set[str] = set()
+        for assign in fn.assignments:
+            if assign.value is None:
+                continue
+            holds = assign.value is site.node or any(
+                n is site.node for n in _descendants(assign.value)
+            )
+            if not holds:
+                continue
+            for target in assign.targets:
+                key = _event_key(model, target, fn)
+                if key is not None:
+                    keys.add(key)
+        for other in fn.calls:  # `self.events.append(Event(...))`
+            if other.method not in ("append", "insert", "extend") or other.receiver is None:
+                continue
+            if any(
+                n is site.node
+                for arg in other.node.args
+                for n in (arg.value, *_descendants(arg.value))
+            ):
+                key = _event_key(model, other.receiver, fn)
+                if key is not None:
+                    keys.add(key)
+        return keys
+
+
+def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = list(node.children)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.FunctionDef | cst.Lambda):
+            continue
+        yield current
+        stack.extend(current.children)

@@ -1,0 +1,175 @@
+"""Run the fixers on one file's bytes until nothing more applies.
+
+Each fixer plans statement-level changes on a fresh parse of the current text; its result is
+kept only if it parses (libcst) and compiles (Python), otherwise it is dropped and reported and
+the other fixers still run. Bytes are parsed as bytes, so encoding, BOM and newlines round-trip.
+The loop is bounded; a file that still changes after MAX_ROUNDS is reported, not looped on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from offlint.analysis.engine import (
+    DecodeError,
+    FileSettings,
+    check_source,
+    decode_source,
+    parse_error,
+)
+from offlint.analysis.guard import nesting_problem
+from offlint.analysis.model import ModelOptions, ModuleModel
+from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FixSafety
+from offlint.fixing.edits import Edit, StatementPlan
+from offlint.fixing.mechanical import plan_pin_memory_fix, plan_record_stream_fix
+from offlint.fixing.offloader_rewrite import AUTO, REWRITE_RULES, plan_offloader_fix
+
+MAX_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class FixSettings:
+    select: frozenset[str]  # rule codes whose fixes may run (and that `check` verifies)
+    strategy: str = AUTO
+    capture_reachable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fixer:
+    name: str
+    rules: tuple[str, ...]
+    safety: FixSafety
+    plan: Callable[[ModuleModel, FixSettings], tuple[StatementPlan, list[str]]]
+
+    def selected(self, select: frozenset[str]) -> bool:
+        return any(rule in select for rule in self.rules)
+
+
+def _offloader(model: ModuleModel, settings: FixSettings) -> tuple[StatementPlan, list[str]]:
+    return plan_offloader_fix(model, settings.strategy)
+
+
+FIXERS = (
+    Fixer("offloader", REWRITE_RULES, FixSafety.UNSAFE, _offloader),
+    Fixer(
+        "OFL204", ("OFL204",), FixSafety.SAFE, lambda model, _: (plan_record_stream_fix(model), [])
+    ),
+    Fixer("OFL106", ("OFL106",), FixSafety.SAFE, lambda model, _: (plan_pin_memory_fix(model), [])),
+)
+FIXABLE_RULES = tuple(sorted({rule for fixer in FIXERS for rule in fixer.rules}))
+
+
+@dataclass
+class FileFix:
+    path: str
+    original: bytes
+    fixed: bytes
+    edits: list[Edit] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    strategies: list[str] = field(default_factory=list)
+    remaining: list[Diagnostic] = field(default_factory=list)  # fixable findings left after fixing
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+
+def result_problem(data: bytes, path: str) -> str | None:
+    """Why fixed bytes are unacceptable (they must parse and compile), or None."""
+    try:
+        cst.parse_module(data)
+        compile(decode_source(data), path, "exec", dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, DecodeError) as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return None
+
+
+def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
+    """Fix one file's bytes. Never raises: failures become FileErrors on the result."""
+    result = FileFix(path=path, original=data, fixed=data)
+    try:
+        text = decode_source(data)
+    except DecodeError as exc:
+        result.errors.append(FileError(path, ErrorKind.UNDECODABLE, str(exc)))
+        return result
+    problem = nesting_problem(text)  # libcst would crash the process on these (SIGSEGV)
+    if problem is not None:
+        result.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
+        return result
+    fixers = [f for f in FIXERS if f.selected(settings.select)]
+    dropped: set[str] = set()
+    current = data
+    for _round in range(MAX_ROUNDS):
+        progressed = False
+        for fixer in fixers:
+            if fixer.name in dropped:
+                continue
+            try:
+                module = cst.parse_module(current)
+                model = ModuleModel(
+                    module, ModelOptions(capture_reachable=settings.capture_reachable)
+                )
+                plan, used = fixer.plan(model, settings)
+            except Exception as exc:  # one bad file never stops the run
+                if current == data:
+                    result.errors.append(parse_error(path, exc))
+                    return result
+                result.errors.append(
+                    FileError(path, ErrorKind.INTERNAL, f"{fixer.name} fix failed: {exc}")
+                )
+                dropped.add(fixer.name)
+                continue
+            for note in plan.notes:
+                if note not in result.notes:
+                    result.notes.append(note)
+            if not plan:
+                continue
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            fixed = plan.apply(module).bytes
+            problem = result_problem(fixed, path)
+            if problem is not None:
+                result.errors.append(
+                    FileError(
+                        path,
+                        ErrorKind.INTERNAL,
+                        f"dropped the {fixer.name} fix: its result would not parse ({problem})",
+                    )
+                )
+                dropped.add(fixer.name)
+                continue
+            if fixed == current:
+                continue
+            result.edits.extend(
+                plan.edits(
+                    dict(positions),
+                    fixer.safety,
+                    fixer.name if not used else f"offloader-{used[0]}",
+                )
+            )
+            result.strategies.extend(used)
+            current = fixed
+            progressed = True
+        if not progressed:
+            break
+    else:
+        result.errors.append(
+            FileError(
+                path,
+                ErrorKind.INTERNAL,
+                f"fixes still changed the file after {MAX_ROUNDS} rounds; kept the last result",
+            )
+        )
+    result.edits.sort(key=lambda e: (e.line, e.rule))
+    result.fixed = current
+    report = check_source(
+        current,
+        path,
+        FileSettings(select=settings.select, capture_reachable=settings.capture_reachable),
+    )
+    result.remaining = [d for d in report.diagnostics if d.fixable]
+    return result

@@ -1,0 +1,235 @@
+"""`offlint fix`: show (default) or apply the fixes for capture hazards.
+
+Exit codes: 2 when any file could not be read, parsed, fixed or written (the others are still
+fixed); otherwise, without `--apply`, 1 when something would change and 0 when nothing would;
+with `--apply`, 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from offlint.diagnostics import FileError
+
+EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+@click.command("fix")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Write the fixes (atomically); without it nothing is written.",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="Print the unified diff (the default without --apply).",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(["auto", "overlap", "inline"]),
+    default=None,
+    help="Offloader rewrite: overlap (primed prefetch, keeps H2D overlapped in graphs) or inline "
+    "(smallest change). auto: overlap where applicable. [default: auto, or [tool.offlint.fix] strategy]",
+)
+@click.option("--select", multiple=True, help="Only fix these rule codes or prefixes.")
+@click.option("--ignore", multiple=True, help="Do not fix these rule codes or prefixes.")
+@click.option(
+    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="Use this pyproject.toml / offlint.toml.",
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Force colour on or off (default: when stdout is a terminal).",
+)
+def fix_command(
+    paths: tuple[Path, ...],
+    apply_: bool,
+    show_diff: bool,
+    strategy: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    config_file: Path | None,
+    color: bool | None,
+) -> None:
+    """Rewrite capture hazards in PATHS into capture-aware code (diff by default)."""
+    sys.exit(
+        run_fix(
+            paths=paths or (Path("."),),
+            apply=apply_,
+            show_diff=show_diff or not apply_,
+            strategy=strategy,
+            select=_split(select) if select else None,
+            ignore=_split(ignore),
+            output_format=output_format,
+            config_file=config_file,
+            color=sys.stdout.isatty() if color is None else color,
+        )
+    )
+
+
+def run_fix(
+    *,
+    paths: tuple[Path, ...],
+    apply: bool,
+    show_diff: bool,
+    strategy: str | None,
+    select: tuple[str, ...] | None,
+    ignore: tuple[str, ...],
+    output_format: str,
+    config_file: Path | None,
+    color: bool,
+) -> int:
+    from offlint.analysis.run import read_file
+    from offlint.catalogue import CatalogueError, load_catalogue
+    from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, resolve_selection
+    from offlint.discovery import discover
+    from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings, fix_source
+    from offlint.fixing.diffs import unified_diff
+    from offlint.fixing.offloader_rewrite import STRATEGIES
+    from offlint.fixing.writes import write_if_unchanged
+
+    cwd = Path.cwd().resolve()
+    overrides = SelectionOverrides(select=select, ignore=ignore)
+    results: list[FileFix] = []
+    run_errors: list[FileError] = []
+    written: set[str] = set()
+    try:
+        catalogue = load_catalogue()
+        codes = sorted(set(catalogue) | set(FIXABLE_RULES))
+        defaults = sorted(
+            {c for c, s in catalogue.items() if s.default_enabled} | set(FIXABLE_RULES)
+        )
+        finder = ConfigFinder(config_file, fallback_root=cwd)
+        files, run_errors = discover(list(paths), finder, cwd)
+        for found in files:
+            config = finder.for_path(found.path)
+            chosen = strategy or str(config.fix.get("strategy", "auto"))
+            if chosen not in STRATEGIES:
+                raise ConfigError(
+                    f"{config.source}: [tool.offlint.fix] strategy must be one of {', '.join(STRATEGIES)}"
+                )
+            settings = FixSettings(
+                select=resolve_selection(config, overrides, codes, defaults, found.path),
+                strategy=chosen,
+                capture_reachable=tuple(config.capture_reachable),
+            )
+            data = read_file(found)
+            if isinstance(data, FileError):
+                run_errors.append(data)
+                continue
+            result = fix_source(data, found.display, settings)
+            results.append(result)
+            if apply and result.changed and not result.errors:
+                error = write_if_unchanged(found.path, found.display, data, result.fixed)
+                if error is None:
+                    written.add(found.display)
+                else:
+                    result.errors.append(error)
+            elif apply and result.changed:
+                # some fix was dropped: what is left is still valid code, write it
+                error = write_if_unchanged(found.path, found.display, data, result.fixed)
+                if error is None:
+                    written.add(found.display)
+                else:
+                    result.errors.append(error)
+    except (ConfigError, CatalogueError) as exc:
+        click.echo(f"offlint: error: {exc}", err=True)
+        return EXIT_ERROR
+
+    errors = run_errors + [e for r in results for e in r.errors]
+    changed = [r for r in results if r.changed]
+    if output_format == "json":
+        payload = {
+            "files": [
+                {
+                    "path": r.path,
+                    "changed": r.changed,
+                    "written": r.path in written,
+                    "strategies": sorted(set(r.strategies)),
+                    "edits": [e.as_json() for e in r.edits],
+                    "notes": r.notes,
+                    "remaining": [
+                        {"code": d.code, "line": d.location.line, "message": d.message}
+                        for d in r.remaining
+                    ],
+                    "errors": [
+                        {"kind": e.kind.value, "message": e.message, "line": e.line}
+                        for e in r.errors
+                    ],
+                    **(
+                        {"diff": unified_diff(r.path, r.original, r.fixed)}
+                        if show_diff and r.changed
+                        else {}
+                    ),
+                }
+                for r in results
+                if r.changed or r.errors or r.notes or r.remaining
+            ],
+            "errors": [
+                {"path": e.path, "kind": e.kind.value, "message": e.message} for e in run_errors
+            ],
+            "summary": {
+                "files": len(results),
+                "changed": len(changed),
+                "written": len(written),
+                "edits": sum(len(r.edits) for r in results),
+            },
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        for r in changed:
+            if show_diff:
+                click.echo(unified_diff(r.path, r.original, r.fixed, color=color), nl=False)
+        _text_summary(results, run_errors, written, apply)
+    if errors:
+        return EXIT_ERROR
+    if not apply and changed:
+        return EXIT_CHANGES
+    return EXIT_CLEAN
+
+
+def _text_summary(
+    results: list, run_errors: list[FileError], written: set[str], apply: bool
+) -> None:
+    for r in results:
+        for edit in r.edits:
+            rules = ", ".join((edit.rule, *edit.also_fixes))
+            click.echo(
+                f"{r.path}:{edit.line}: {rules} [{edit.safety.value}] {edit.title}", err=True
+            )
+        for note in r.notes:
+            click.echo(f"{r.path}: note: {note}", err=True)
+        for d in r.remaining:
+            click.echo(f"{r.path}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
+    for error in run_errors + [e for r in results for e in r.errors]:
+        click.echo(f"offlint: error: {error.one_line()}", err=True)
+    changed = [r for r in results if r.changed]
+    edits = sum(len(r.edits) for r in changed)
+    if apply:
+        click.echo(f"Fixed {len(written)} file(s) ({edits} edit(s)).", err=True)
+    elif changed:
+        click.echo(
+            f"Would fix {len(changed)} file(s) ({edits} edit(s)); run with --apply to write.",
+            err=True,
+        )
+    else:
+        click.echo("Nothing to fix.", err=True)

@@ -1,0 +1,183 @@
+"""What fixers produce: a `StatementPlan` of statement-level changes, each tagged with the rule it
+fixes, applied in one libcst pass; and the `Edit`s reported for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from offlint.diagnostics import FixSafety
+
+
+@dataclass(frozen=True)
+class Edit:
+    rule: str  # the rule code the edit fixes (the first, when it fixes several)
+    title: str  # what the edit does, for humans
+    safety: FixSafety
+    line: int  # 1-based, in the text the fixing pass read (the original text for the first pass)
+    end_line: int
+    fixer: str  # "offloader-overlap", "offloader-inline", "OFL204", ...
+    also_fixes: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "also_fixes": list(self.also_fixes),
+            "title": self.title,
+            "safety": self.safety.value,
+            "line": self.line,
+            "end_line": self.end_line,
+            "fixer": self.fixer,
+        }
+
+
+_KEEP = object()
+
+
+@dataclass
+class _Ops:
+    before: list[cst.BaseStatement] = field(default_factory=list)
+    after: list[cst.BaseStatement] = field(default_factory=list)
+    replacement: object = _KEEP  # a node, None (remove), or _KEEP
+
+
+@dataclass(frozen=True)
+class _Record:
+    anchor: cst.CSTNode
+    rules: tuple[str, ...]
+    title: str
+
+
+class StatementPlan:
+    """Changes keyed by the identity of statements in the module the fixer analysed.
+
+    Only statements are touched, so everything between them (comments, blank lines, quoting,
+    formatting) is kept byte for byte by libcst's round trip.
+    """
+
+    def __init__(self) -> None:
+        self._ops: dict[cst.CSTNode, _Ops] = {}
+        self.records: list[_Record] = []
+        self.notes: list[str] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._ops)
+
+    def _at(self, anchor: cst.CSTNode) -> _Ops:
+        return self._ops.setdefault(anchor, _Ops())
+
+    def insert_before(
+        self,
+        anchor: cst.BaseStatement,
+        new: list[cst.BaseStatement],
+        rules: tuple[str, ...],
+        title: str,
+    ) -> None:
+        self._at(anchor).before.extend(new)
+        self.records.append(_Record(anchor, rules, title))
+
+    def insert_after(
+        self,
+        anchor: cst.BaseStatement,
+        new: list[cst.BaseStatement],
+        rules: tuple[str, ...],
+        title: str,
+    ) -> None:
+        self._at(anchor).after.extend(new)
+        self.records.append(_Record(anchor, rules, title))
+
+    def replace(
+        self, node: cst.CSTNode, new: cst.CSTNode | None, rules: tuple[str, ...], title: str
+    ) -> None:
+        ops = self._at(node)
+        if ops.replacement is not _KEEP:
+            raise ValueError("two fixes replace the same statement")
+        ops.replacement = new
+        self.records.append(_Record(node, rules, title))
+
+    def apply(self, module: cst.Module) -> cst.Module:
+        result = module.visit(_PlanApplier(self._ops))
+        assert isinstance(result, cst.Module)
+        return result
+
+    def edits(
+        self, positions: dict[cst.CSTNode, CodeRange], safety: FixSafety, fixer: str
+    ) -> list[Edit]:
+        out = []
+        for record in self.records:
+            where = positions.get(record.anchor)
+            line = where.start.line if where else 0
+            end = where.end.line if where else 0
+            out.append(
+                Edit(
+                    rule=record.rules[0],
+                    also_fixes=record.rules[1:],
+                    title=record.title,
+                    safety=safety,
+                    line=line,
+                    end_line=end,
+                    fixer=fixer,
+                )
+            )
+        return out
+
+
+class _PlanApplier(cst.CSTTransformer):
+    def __init__(self, ops: dict[cst.CSTNode, _Ops]) -> None:
+        super().__init__()
+        self.ops = ops
+
+    def on_leave(  # type: ignore[override]  # libcst types it per node type; this is any node
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        ops = self.ops.get(original_node)
+        if ops is None:
+            return updated_node
+        middle: list[cst.CSTNode] = []
+        if ops.replacement is _KEEP:
+            middle = [updated_node]
+        elif ops.replacement is not None:
+            assert isinstance(ops.replacement, cst.CSTNode)
+            middle = [ops.replacement]
+        before = list(ops.before)
+        if before:
+            # comments and blank lines above the anchor stay above whatever now comes first
+            # (when the anchor stays, only up to its last blank line: comments right above it
+            # describe it and stay with it)
+            anchor_lines = list(getattr(original_node, "leading_lines", ()))
+            split = len(anchor_lines)
+            if middle:
+                blanks = [i for i, line in enumerate(anchor_lines) if line.comment is None]
+                split = blanks[-1] + 1 if blanks else 0
+            moved, kept = anchor_lines[:split], anchor_lines[split:]
+            if moved:
+                before[0] = before[0].with_changes(
+                    leading_lines=[*moved, *leading_lines_of(before[0])]
+                )
+                middle = [
+                    m.with_changes(leading_lines=kept) if hasattr(m, "leading_lines") else m
+                    for m in middle
+                ]
+        nodes: list[cst.CSTNode] = [*before, *middle, *ops.after]
+        if not nodes:
+            return cst.RemovalSentinel.REMOVE
+        if len(nodes) == 1:
+            return nodes[0]
+        return cst.FlattenSentinel(nodes)
+
+
+def leading_lines_of(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+    if isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+        return list(stmt.leading_lines)
+    return []
+
+
+def statements(text: str) -> list[cst.BaseStatement]:
+    """Statements parsed from code written with 4-space indents and `\\n`: libcst then renders
+    them with the target module's own indentation and newline (blocks and newlines parsed with
+    the default style carry no explicit whitespace of their own)."""
+    # a leading `pass` keeps the snippet's first comments on its first statement (libcst would
+    # otherwise move them into the module header)
+    return list(cst.parse_module("pass\n" + text).body[1:])

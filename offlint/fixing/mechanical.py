@@ -1,0 +1,285 @@
+"""The small, local fixes.
+
+OFL204: `t.record_stream(torch.cuda.current_stream())` inside `with torch.cuda.stream(side):`
+records `side` itself (a no-op). The fix takes the consumer stream before entering the block and
+records that one. Safe: it only delays the reuse of `t`'s memory to where it was meant to be.
+
+OFL106: a host->device copy whose host tensor is allocated in plain view (`torch.empty(...)` and
+friends on the CPU, in the same function or on `self` in the same class). The fix allocates it
+pinned (`pin_memory=True`). Safe: same values, page-locked memory; the copy becomes legal under
+capture and truly asynchronous outside it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from offlint.analysis.kinds import self_attribute
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
+from offlint.analysis.torch_api import CURRENT_STREAM
+from offlint.fixing.edits import StatementPlan, statements
+from offlint.fixing.shape import contains, top_level_statements
+
+PINNABLE_FACTORIES = frozenset(
+    {
+        "torch.empty",
+        "torch.zeros",
+        "torch.ones",
+        "torch.full",
+        "torch.empty_strided",
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.arange",
+        "torch.tensor",
+        "torch.empty_like",
+        "torch.zeros_like",
+        "torch.ones_like",
+        "torch.full_like",
+        "torch.rand_like",
+        "torch.randn_like",
+    }
+)
+_LIKE = "_like"
+
+
+# ----------------------------------------------------------------------------- OFL204
+
+
+def plan_record_stream_fix(model: ModuleModel) -> StatementPlan:
+    plan = StatementPlan()
+    by_scope: dict[cst.With, list[tuple[CallSite, FunctionInfo]]] = {}
+    for site in model.all_calls():
+        if site.method != "record_stream" or len(site.node.args) != 1 or not site.stream_scopes:
+            continue
+        arg = site.node.args[0].value
+        if not (isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM):
+            continue
+        scope = _real_side_scope(model, site.stream_scopes[-1])
+        if scope is None:
+            continue
+        by_scope.setdefault(scope.node, []).append((site, site.function))
+    for with_stmt, sites in by_scope.items():
+        fn = sites[0][1]
+        name = _fresh_name(fn, "consumer_stream")
+        current = model.module.code_for_node(sites[0][0].node.args[0].value)
+        args = {id(site.node.args[0].value) for site, _ in sites}
+
+        changed = with_stmt.visit(_UseConsumerStream(args, name))
+        assert isinstance(changed, cst.With)
+        hoisted = statements(
+            "# Taken before entering the side-stream block: inside it, current_stream() is the side\n"
+            "# stream itself, and recording a tensor on its allocating stream does nothing.\n"
+            f"{name} = {current}\n"
+        )
+        plan.insert_before(
+            with_stmt, hoisted, ("OFL204",), "take the consumer stream before the side-stream block"
+        )
+        plan.replace(with_stmt, changed, ("OFL204",), "record the tensor on the consumer stream")
+    return plan
+
+
+class _UseConsumerStream(cst.CSTTransformer):
+    """Replaces the given `record_stream` arguments by the hoisted consumer stream's name."""
+
+    def __init__(self, args: set[int], name: str) -> None:
+        super().__init__()
+        self.args = args
+        self.name = name
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        if id(original_node.value) in self.args:
+            return updated_node.with_changes(value=cst.Name(self.name))
+        return updated_node
+
+
+def _real_side_scope(model: ModuleModel, scope: StreamScope) -> StreamScope | None:
+    stream = scope.stream
+    if isinstance(stream, cst.Name) and stream.value == "None":
+        return None
+    if isinstance(stream, cst.IfExp | cst.BooleanOperation):
+        return None
+    if isinstance(stream, cst.Call) and model.qualname(stream.func) in CURRENT_STREAM:
+        return None
+    return scope
+
+
+def _fresh_name(fn: FunctionInfo, wanted: str) -> str:
+    taken = {n.value for n in _walk(fn.node) if isinstance(n, cst.Name)}
+    name = wanted
+    counter = 1
+    while name in taken:
+        counter += 1
+        name = f"{wanted}_{counter}"
+    return name
+
+
+def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node.children)
+    return out
+
+
+# ----------------------------------------------------------------------------- OFL106
+
+
+def plan_pin_memory_fix(model: ModuleModel) -> StatementPlan:
+    plan = StatementPlan()
+    done: set[int] = set()
+    for site in model.all_calls():
+        source = _host_side_of_copy(model, site)
+        if source is None:
+            continue
+        found = _visible_allocation(model, site, source)
+        if found is None:
+            continue
+        line, call = found
+        if id(call) in done:
+            continue
+        done.add(id(call))
+
+        changed = line.visit(_AddPinMemory(call))
+        assert isinstance(changed, cst.BaseStatement)
+        plan.replace(line, changed, ("OFL106",), "allocate the host tensor pinned")
+    return plan
+
+
+class _AddPinMemory(cst.CSTTransformer):
+    """Adds `pin_memory=True` to one factory call, in the call's own layout."""
+
+    def __init__(self, call: cst.Call) -> None:
+        super().__init__()
+        self.call = call
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        if original_node is not self.call:
+            return updated_node
+        args = list(updated_node.args)
+        pin = cst.Arg(
+            value=cst.Name("True"),
+            keyword=cst.Name("pin_memory"),
+            equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.SimpleWhitespace(""),
+            ),
+        )
+        if args and isinstance(args[-1].comma, cst.Comma):
+            # a trailing comma: the new argument takes it (and the layout before `)`), the
+            # old last one takes the separator its neighbours use
+            separator = (
+                args[-2].comma
+                if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma)
+                else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+            pin = pin.with_changes(comma=args[-1].comma)
+            args[-1] = args[-1].with_changes(comma=separator)
+        elif args:
+            args[-1] = args[-1].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+        args.append(pin)
+        return updated_node.with_changes(args=args)
+
+
+def _host_side_of_copy(model: ModuleModel, site: CallSite) -> cst.BaseExpression | None:
+    """The host tensor of `src.to(dev, ...)`, `src.cuda(...)`, `dst.copy_(src, ...)` when the
+    copy is asynchronous or may run under capture."""
+    non_blocking = any(
+        a.keyword is not None
+        and a.keyword.value == "non_blocking"
+        and isinstance(a.value, cst.Name)
+        and a.value.value == "True"
+        for a in site.node.args
+    )
+    if not (non_blocking or site.hazardous):
+        return None
+    if site.method == "to" and site.receiver is not None and site.node.args:
+        target = site.node.args[0].value
+        if isinstance(target, cst.SimpleString) and "cpu" in target.value:
+            return None
+        return site.receiver
+    if site.method == "cuda" and site.receiver is not None:
+        return site.receiver
+    if site.method == "copy_" and site.node.args:
+        return site.node.args[0].value
+    return None
+
+
+def _visible_allocation(
+    model: ModuleModel, site: CallSite, source: cst.BaseExpression
+) -> tuple[cst.SimpleStatementLine, cst.Call] | None:
+    """The line and the CPU factory call that allocates `source`, when there is exactly one."""
+    candidates: list[tuple[FunctionInfo, cst.CSTNode]] = []
+    if isinstance(source, cst.Name):
+        for assign in site.function.assignments:
+            if assign.order < site.order and any(
+                isinstance(t, cst.Name) and t.value == source.value for t in assign.targets
+            ):
+                candidates = [(site.function, assign.node)]  # the last one before the copy
+    else:
+        attr = self_attribute(source)
+        if attr is None or site.function.cls is None:
+            return None
+        for method in site.function.cls.methods.values():
+            for assign in method.assignments:
+                if any(self_attribute(t) == attr for t in assign.targets):
+                    candidates.append((method, assign.node))
+    if len(candidates) != 1:
+        return None
+    fn, node = candidates[0]
+    value = node.value if isinstance(node, cst.Assign | cst.AnnAssign) else None
+    if not isinstance(value, cst.Call) or not _cpu_factory(model, value):
+        return None
+    line = next(
+        (s for s in _simple_lines(fn) if any(small is node for small in s.body)),
+        None,
+    )
+    if line is None:
+        return None
+    return line, value
+
+
+def _simple_lines(fn: FunctionInfo) -> list[cst.SimpleStatementLine]:
+    out = []
+    stack: list[cst.CSTNode] = list(top_level_statements(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            out.append(node)
+            continue
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            continue
+        stack.extend(node.children)
+    return out
+
+
+def _cpu_factory(model: ModuleModel, call: cst.Call) -> bool:
+    name = model.qualname(call.func)
+    if name not in PINNABLE_FACTORIES:
+        return False
+    device = None
+    for arg in call.args:
+        if arg.keyword is None:
+            continue
+        if arg.keyword.value == "pin_memory":
+            return False  # the author decided (maybe through a flag): leave it
+        if arg.keyword.value == "device":
+            device = arg.value
+    if device is None:
+        return not name.endswith(_LIKE)  # *_like follows its input's device
+    if isinstance(device, cst.SimpleString):
+        return device.value.strip("\"'") == "cpu"
+    if (
+        isinstance(device, cst.Call)
+        and model.qualname(device.func) == "torch.device"
+        and device.args
+    ):
+        first = device.args[0].value
+        return isinstance(first, cst.SimpleString) and first.value.strip("\"'") == "cpu"
+    return False
+
+
+__all__ = ["contains", "plan_pin_memory_fix", "plan_record_stream_fix"]

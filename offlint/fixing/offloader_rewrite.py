@@ -1,0 +1,465 @@
+"""Make a prefetch/wait offloader (see `shape.py`) capture-aware.
+
+Two strategies, both meeting the six guarantees of shared/GROUND-TRUTH.md:
+
+`overlap` ("primed"): no prefetch crosses a forward boundary. A forward pre-hook on the first
+module issues each forward's own first copies; the end-of-module hook prefetches only modules of
+the same forward (the wrap-around goes away); nothing is prefetched in `post_init`. Every copy is
+forked from the current stream and joined by the module that uses it, in the same forward, so
+inside a capture no wait reaches an event recorded outside it and nothing is left unjoined; the
+device tensors a forward uses are made by that forward (in a capture they live in the graph's
+private pool, at addresses fixed for the graph's lifetime), so eager code never reads a tensor
+made inside a capture. The consumer still checks that the pending copy was issued on its side
+of the capture boundary (a tag recorded with the event) and otherwise copies now.
+
+`inline`: the smallest correct change. Under capture the producer issues nothing and the
+consumer copies on the capture stream and waits on nothing; what it makes is handed only to
+captured code, never kept on `self`; an eager consumer that finds nothing pending loads first.
+One copy per module per replay, no overlap inside the graph.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from offlint.analysis.kinds import self_attribute
+from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.torch_api import CAPTURE_TESTS
+from offlint.fixing.edits import StatementPlan, leading_lines_of, statements
+from offlint.fixing.shape import (
+    OffloaderShape,
+    contains,
+    find_shapes,
+    is_docstring,
+    top_level_statements,
+)
+
+OVERLAP = "overlap"
+INLINE = "inline"
+AUTO = "auto"
+STRATEGIES = (AUTO, OVERLAP, INLINE)
+# rules the rewrite fixes: any of them selected enables it
+REWRITE_RULES = ("OFL101", "OFL102", "OFL103", "OFL201", "OFL202")
+_PLACEHOLDER = "__offlint_placeholder__"
+_FORWARD_START_HOOK = "_on_forward_start"
+
+
+def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan, list[str]]:
+    """The statement changes for every hazardous offloader shape; and the strategy used per
+    shape (for the report)."""
+    plan = StatementPlan()
+    used: list[str] = []
+    spelling = _CaptureTestSpelling(model, plan)
+    for shape in find_shapes(model):
+        if not shape.hazards:
+            continue
+        name = shape.cls.name
+        if strategy in (AUTO, OVERLAP):
+            missing = _overlap_missing(shape)
+            if not missing:
+                _plan_overlap(model, shape, plan, spelling)
+                used.append(OVERLAP)
+                continue
+            plan.notes.append(
+                f"{name}: overlap strategy not applicable ({missing}); used inline instead. To keep the "
+                f"overlap, call `{_FORWARD_START_HOOK}` (issue the first `prefetch_step` copies) at the start "
+                "of every forward and drop the wrap-around prefetch"
+            )
+        problem = _inline_missing(model, shape)
+        if problem:
+            plan.notes.append(f"{name}: not rewritten ({problem})")
+            continue
+        _plan_inline(model, shape, plan, spelling)
+        used.append(INLINE)
+    return plan, used
+
+
+# ----------------------------------------------------------------------------- shared pieces
+
+
+class _CaptureTestSpelling:
+    """How this module spells `torch.cuda.is_current_stream_capturing()`; adds `import torch`
+    (once) when the module has no usable spelling."""
+
+    def __init__(self, model: ModuleModel, plan: StatementPlan) -> None:
+        self.model = model
+        self.plan = plan
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._find()
+        return self._text
+
+    def _find(self) -> str:
+        for site in self.model.all_calls():
+            if site.callee in CAPTURE_TESTS and not site.node.args:
+                return self.model.module.code_for_node(site.node.func) + "()"
+        if self.model.resolver.bindings.get("torch") != "torch":
+            self._add_import()
+        return "torch.cuda.is_current_stream_capturing()"
+
+    def _add_import(self) -> None:
+        body = list(self.model.module.body)
+        anchor = None
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
+            ):
+                anchor = stmt
+            elif anchor is not None or not is_docstring(stmt):
+                break
+        new = statements("import torch\n")
+        if anchor is not None:
+            self.plan.insert_after(anchor, new, ("OFL101",), "import torch (for the capture test)")
+        elif body:
+            self.plan.insert_before(
+                body[0], new, ("OFL101",), "import torch (for the capture test)"
+            )
+
+
+def _substitute(
+    stmts: list[cst.BaseStatement], nodes: list[cst.BaseStatement]
+) -> list[cst.BaseStatement]:
+    """Replace each `__offlint_placeholder__()` line, in order, by the next of `nodes` (deep
+    copies of original statements), keeping the placeholder's leading comments."""
+    queue = list(nodes)
+
+    class Substitute(cst.CSTTransformer):
+        def leave_SimpleStatementLine(
+            self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+        ) -> cst.BaseStatement:
+            if (
+                len(updated_node.body) == 1
+                and isinstance(updated_node.body[0], cst.Expr)
+                and isinstance(updated_node.body[0].value, cst.Call)
+                and isinstance(updated_node.body[0].value.func, cst.Name)
+                and updated_node.body[0].value.func.value == _PLACEHOLDER
+            ):
+                node = queue.pop(0).deep_clone()
+                # the original's own comments move with it (its blank lines do not)
+                own = [line for line in leading_lines_of(node) if line.comment is not None]
+                return node.with_changes(leading_lines=[*updated_node.leading_lines, *own])
+            return updated_node
+
+    out = []
+    for stmt in stmts:
+        result = stmt.visit(Substitute())
+        assert isinstance(result, cst.BaseStatement)
+        out.append(result)
+    return out
+
+
+def _first_body_statement(fn: FunctionInfo, skip: list[cst.If]) -> cst.BaseStatement | None:
+    for stmt in top_level_statements(fn):
+        if is_docstring(stmt) or any(stmt is s for s in skip):
+            continue
+        return stmt
+    return None
+
+
+def _strip_capture_branches(shape: OffloaderShape, plan: StatementPlan, why: str) -> None:
+    for branch in shape.producer_capture_branches + shape.consumer_capture_branches:
+        plan.replace(
+            branch, None, ("OFL201", "OFL101"), f"drop the earlier capturing branch ({why})"
+        )
+
+
+def _unwrapped_wait(shape: OffloaderShape) -> cst.BaseStatement:
+    """The wait statement without an `if self.E is not None:` around it."""
+    stmt = shape.wait_statement
+    if (
+        isinstance(stmt, cst.If)
+        and stmt.orelse is None
+        and isinstance(stmt.body, cst.IndentedBlock)
+        and len(stmt.body.body) == 1
+        and contains(stmt.body.body[0], shape.wait_call)
+        and isinstance(stmt.test, cst.Comparison)
+        and self_attribute(stmt.test.left) == shape.event_attr
+    ):
+        return stmt.body.body[0]
+    return stmt
+
+
+def _local_names(fn: FunctionInfo) -> set[str]:
+    names = set()
+    for assign in fn.assignments:
+        for target in assign.targets:
+            stack = [target]
+            while stack:  # plain names, also inside tuple/list targets; never `self` of `self.x`
+                node = stack.pop()
+                if isinstance(node, cst.Name):
+                    names.add(node.value)
+                elif isinstance(node, cst.Tuple | cst.List):
+                    stack.extend(e.value for e in node.elements)
+                elif isinstance(node, cst.StarredElement):
+                    stack.append(node.value)
+    params = fn.node.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if param.name.value != "self":
+            names.add(param.name.value)
+    return names
+
+
+def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node.children)
+    return out
+
+
+def _free_names(expr: cst.BaseExpression) -> set[str]:
+    """Names an expression reads (attribute names and keyword names excluded)."""
+    found: set[str] = set()
+    skip: set[int] = set()
+    for node in _walk(expr):
+        if isinstance(node, cst.Attribute):
+            skip.add(id(node.attr))
+        if isinstance(node, cst.Arg) and node.keyword is not None:
+            skip.add(id(node.keyword))
+        if isinstance(node, cst.CompFor):
+            for target in _walk(node.target):
+                if isinstance(target, cst.Name):
+                    skip.add(id(target))
+    bound_in_comprehensions = {
+        n.value
+        for node in _walk(expr)
+        if isinstance(node, cst.CompFor)
+        for n in _walk(node.target)
+        if isinstance(n, cst.Name)
+    }
+    for node in _walk(expr):
+        if (
+            isinstance(node, cst.Name)
+            and id(node) not in skip
+            and node.value not in bound_in_comprehensions
+        ):
+            found.add(node.value)
+    return found
+
+
+# ----------------------------------------------------------------------------- overlap
+
+
+def _overlap_missing(shape: OffloaderShape) -> str:
+    if shape.offload is None:
+        return f"no method of {shape.cls.name} drops `self.{shape.tensors_attr}` after use"
+    if not shape.primers:
+        return (
+            "no priming loop (`for i in range(k): offloaders[i]."
+            + shape.producer.name
+            + "()`) to move into a forward-start hook"
+        )
+    if shape.modules_return is None:
+        return f"no method of {shape.primers[0].owner.name} that builds the offloaders returns the modules, so the forward-start hook has no place"
+    if len({id(p.owner) for p in shape.primers}) != 1:
+        return "priming loops in more than one class"
+    return ""
+
+
+def _plan_overlap(
+    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: _CaptureTestSpelling
+) -> None:
+    capturing = spelling.text
+    event = f"self.{shape.event_attr}"
+    tag = f"self.{shape.tag_attr}"
+    _strip_capture_branches(
+        shape, plan, "the primed prefetch never carries a copy across a capture boundary"
+    )
+
+    plan.insert_after(
+        shape.fork_with,
+        statements(
+            "# Where the event was recorded: the consumer waits on it only from the same side of a\n"
+            "# capture boundary.\n"
+            f"{tag} = {capturing}\n"
+        ),
+        ("OFL101", "OFL202"),
+        "tag the load event with the capture state it was recorded in",
+    )
+    if shape.event_init is not None:
+        plan.insert_after(
+            shape.event_init,
+            statements(
+                f"# True when {event} was recorded while the current stream was capturing.\n{tag} = False\n"
+            ),
+            ("OFL101",),
+            "initialise the capture tag of the load event",
+        )
+
+    wait = _unwrapped_wait(shape)
+    moved_asserts = list(shape.tensor_asserts)
+    for stmt in moved_asserts:
+        plan.replace(stmt, None, ("OFL101",), "check the tensors once they are loaded")
+    capturing_local = _fresh_local(shape.consumer, "capturing")
+    consumer_text = (
+        f"{capturing_local} = {capturing}\n"
+        f"if {event} is not None and {tag} == {capturing_local}:\n"
+        "    # Issued by this forward, on this side of any capture boundary: inside a capture this\n"
+        "    # joins a fork of the same capture.\n"
+        f"    {_PLACEHOLDER}()\n"
+        "else:\n"
+        "    # Nothing of this forward is pending (the forward-start hook did not run, or the copy\n"
+        "    # was issued across a capture boundary): copy now, forked and joined in this call.\n"
+        f"    self.{shape.producer.name}()\n"
+        f"    {_PLACEHOLDER}()\n"
+    ) + "".join(f"{_PLACEHOLDER}()\n" for _ in moved_asserts)
+    replacement = _substitute(statements(consumer_text), [wait, wait, *moved_asserts])
+    plan.insert_before(
+        shape.wait_statement,
+        replacement,
+        ("OFL101", "OFL202"),
+        "wait only on a copy issued by this forward on this side of the capture boundary, else copy now",
+    )
+    plan.replace(
+        shape.wait_statement, None, ("OFL101",), "the wait moves into the capture-tag check"
+    )
+
+    for wrap in shape.wrap_arounds:
+        ahead = model.module.code_for_node(wrap.ahead.with_changes(lpar=[], rpar=[]))
+        sequence = model.module.code_for_node(wrap.sequence)
+        bound = model.module.code_for_node(wrap.bound)
+        call = wrap.line.body[0]
+        assert isinstance(call, cst.Expr) and isinstance(call.value, cst.Call)
+        assert isinstance(call.value.func, cst.Attribute)
+        new = statements(
+            "# Prefetch only within this forward: a copy issued for the next one would be waited on\n"
+            "# in another call (inside a capture: on an event recorded outside it) or never joined.\n"
+            "# Each forward issues its own first copies from its forward-start hook.\n"
+            f"if {ahead} < {bound}:\n"
+            f"    {sequence}[{ahead}].{call.value.func.attr.value}()\n"
+        )
+        # a trailing comment of the old line stays on the prefetch call
+        if_stmt = new[-1]
+        assert isinstance(if_stmt, cst.If) and isinstance(if_stmt.body, cst.IndentedBlock)
+        inner = if_stmt.body.body[0]
+        assert isinstance(inner, cst.SimpleStatementLine)
+        inner = inner.with_changes(trailing_whitespace=wrap.line.trailing_whitespace)
+        new[-1] = if_stmt.with_changes(body=if_stmt.body.with_changes(body=[inner]))
+        plan.replace(wrap.line, None, ("OFL103", "OFL101"), "drop the wrap-around prefetch")
+        plan.insert_before(
+            wrap.line, new, ("OFL103", "OFL101"), "prefetch only modules of the same forward"
+        )
+
+    primer = shape.primers[0]
+    owner_methods = primer.owner.methods
+    hook_name = (
+        _FORWARD_START_HOOK
+        if _FORWARD_START_HOOK not in owner_methods
+        else "_offlint_on_forward_start"
+    )
+    for loop in shape.primers:
+        siblings = top_level_statements(loop.method)
+        if len(siblings) == 1:
+            plan.replace(
+                loop.loop,
+                cst.SimpleStatementLine([cst.Pass()]),
+                ("OFL101",),
+                "no prefetch before the first forward",
+            )
+        else:
+            plan.replace(loop.loop, None, ("OFL101",), "no prefetch before the first forward")
+    assert shape.offload is not None
+    hook = statements(
+        f"def {hook_name}(self, module, args):\n"
+        "    # Primed overlap: each forward issues its own first copies here, forked from the\n"
+        "    # current stream and joined by the modules that use them in the same forward, so no\n"
+        "    # prefetch crosses a forward (or capture) boundary. Start clean: an aborted forward\n"
+        "    # may have left copies pending.\n"
+        f"    for offloader in {primer.sequence_text}:\n"
+        f"        offloader.{shape.offload.name}()\n"
+        f"    {_PLACEHOLDER}()\n"
+    )
+    hook = _substitute(hook, [primer.loop])
+    hook[0] = hook[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    plan.insert_after(
+        primer.method.node,
+        hook,
+        ("OFL101", "OFL103"),
+        "issue the first copies at the start of every forward",
+    )
+
+    where = shape.modules_return
+    assert where is not None
+    plan.insert_before(
+        where.line,
+        statements(
+            f"if {primer.sequence_text}:\n"
+            f"    {where.modules}[0].register_forward_pre_hook(self.{hook_name})\n"
+        ),
+        ("OFL101", "OFL103"),
+        "register the forward-start hook on the first module",
+    )
+
+
+# ----------------------------------------------------------------------------- inline
+
+
+def _inline_missing(model: ModuleModel, shape: OffloaderShape) -> str:
+    local = _local_names(shape.producer) & _free_names(shape.produce_value)
+    if local:
+        return f"the tensors stored by `{shape.producer.name}` depend on its locals ({', '.join(sorted(local))})"
+    if _first_body_statement(shape.producer, shape.producer_capture_branches) is None:
+        return f"`{shape.producer.name}` has no body to guard"
+    return ""
+
+
+def _fresh_local(fn: FunctionInfo, wanted: str) -> str:
+    taken = _local_names(fn)
+    name = wanted
+    while name in taken:
+        name = f"_{name}"
+    return name
+
+
+def _plan_inline(
+    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: _CaptureTestSpelling
+) -> None:
+    capturing = spelling.text
+    tensors = f"self.{shape.tensors_attr}"
+    event = f"self.{shape.event_attr}"
+    _strip_capture_branches(
+        shape, plan, "replaced by a capturing branch that keeps nothing made in the capture"
+    )
+
+    first = _first_body_statement(shape.producer, shape.producer_capture_branches)
+    assert first is not None
+    plan.insert_before(
+        first,
+        statements(
+            f"if {capturing}:\n"
+            "    # Inline under capture: the consumer copies where the tensors are used. A copy issued\n"
+            "    # here as well would run twice per replay (the wrap-around prefetch at the graph's\n"
+            "    # tail) and leave tensors made inside the capture on self.\n"
+            f"    {tensors} = None\n"
+            f"    {event} = None\n"
+            "    return\n"
+        ),
+        ("OFL103", "OFL201"),
+        "issue nothing while capturing",
+    )
+    local = _fresh_local(shape.consumer, "device_tensors")
+    produce = model.module.code_for_node(shape.produce_value)
+    consumer_first = _first_body_statement(shape.consumer, shape.consumer_capture_branches)
+    assert consumer_first is not None
+    plan.insert_before(
+        consumer_first,
+        statements(
+            f"if {capturing}:\n"
+            "    # Copy on the capture stream and wait on nothing: a pending prefetch recorded its\n"
+            "    # event outside this capture. Not kept on self: these tensors hold garbage until a\n"
+            "    # replay writes them, so eager code must never receive them.\n"
+            f"    {local} = {produce}\n"
+            f"    {tensors} = None\n"
+            f"    {event} = None\n"
+            f"    return {local}\n"
+            f"if {tensors} is None:\n"
+            "    # Nothing pending (the last prefetch was skipped while capturing): load now.\n"
+            f"    self.{shape.producer.name}()\n"
+        ),
+        ("OFL101", "OFL201"),
+        "copy inline while capturing, keep nothing made in the capture",
+    )

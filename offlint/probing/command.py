@@ -1,0 +1,234 @@
+"""`offlint probe`: the click command (registered by offlint.cli as `offlint probe`).
+
+Importing this module imports neither torch nor libcst: torch is imported when a probe runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+from rich.console import Console
+
+from offlint.probing.errors import ProbeUsageError
+
+# click parameter name → options key (the pyproject spelling).
+_OPTION_KEYS = {
+    "target": "target",
+    "gpu": "gpu",
+    "layers": "layers",
+    "hidden": "hidden",
+    "dtype": "dtype",
+    "batch_sizes": "batch-sizes",
+    "offload_every": "offload-every",
+    "prefetch": "prefetch",
+    "replays": "replays",
+    "warmup_iters": "warmup-iters",
+    "timing_iters": "timing-iters",
+    "tolerance": "tolerance",
+    "max_graph_slowdown": "max-graph-slowdown",
+    "min_overlap_speedup": "min-overlap-speedup",
+    "timing": "timing",
+    "profile": "profile",
+    "compile_check": "compile",
+    "scenario": "scenarios",
+    "wrap_method": "wrap-method",
+    "post_init_method": "post-init-method",
+    "prefetch_method": "prefetch-method",
+    "wait_method": "wait-method",
+    "release_method": "release-method",
+    "init_arg": "init-kwargs",
+    "timeout": "timeout",
+    "seed": "seed",
+}
+
+
+@click.command(
+    "probe",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.argument("target", required=False)
+@click.option(
+    "--gpu",
+    default="0",
+    show_default=True,
+    help="GPU index, or a comma list to run scenarios on several GPUs in parallel.",
+)
+@click.option("--layers", type=int, default=16, show_default=True, help="Layers of the model.")
+@click.option("--hidden", type=int, default=4096, show_default=True, help="Hidden size H.")
+@click.option(
+    "--dtype", default="bfloat16", show_default=True, help="bfloat16, float16 or float32."
+)
+@click.option(
+    "--batch-sizes",
+    default="4096,2048",
+    show_default=True,
+    help="One graph per batch size (at least two), the first is timed and profiled.",
+)
+@click.option(
+    "--offload-every",
+    type=int,
+    default=4,
+    show_default=True,
+    help="Offload the last layer of every N layers.",
+)
+@click.option(
+    "--prefetch", type=int, default=1, show_default=True, help="Offloaded layers loaded ahead."
+)
+@click.option(
+    "--replays",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Rounds of interleaved replays of every graph.",
+)
+@click.option(
+    "--warmup-iters", type=int, default=10, show_default=True, help="Untimed calls before timing."
+)
+@click.option(
+    "--timing-iters",
+    type=int,
+    default=100,
+    show_default=True,
+    help="Timed calls (the median is reported).",
+)
+@click.option(
+    "--tolerance",
+    type=float,
+    default=2e-2,
+    show_default=True,
+    help="Largest relative error that counts as matching the reference.",
+)
+@click.option(
+    "--max-graph-slowdown",
+    type=float,
+    default=1.1,
+    show_default=True,
+    help="A graph step may take this many times the eager step.",
+)
+@click.option(
+    "--min-overlap-speedup",
+    type=float,
+    default=1.6,
+    show_default=True,
+    help="Bundled run: the overlap fix's graph step must beat the inline fix's by "
+    "this much, where the configuration allows it.",
+)
+@click.option("--timing/--no-timing", default=True, show_default=True, help="Measure times.")
+@click.option(
+    "--profile/--no-profile",
+    default=True,
+    show_default=True,
+    help="Count H2D copies with torch.profiler.",
+)
+@click.option(
+    "--compile/--no-compile",
+    "compile_check",
+    default=True,
+    show_default=True,
+    help="Check that the hooked forward traces with torch.compile(fullgraph=True).",
+)
+@click.option(
+    "--scenario",
+    multiple=True,
+    help="Bundled scenario to run (repeatable): original, inline, inline-fixed, "
+    "overlap. Default: all.",
+)
+@click.option("--wrap-method", help="TARGET's method taking the layers (default wrap_modules).")
+@click.option("--post-init-method", help="TARGET's post-init method (default post_init).")
+@click.option("--prefetch-method", help="Module offloader's prefetch (default start_onload).")
+@click.option(
+    "--wait-method", help="Module offloader's wait (default wait_and_get_device_tensors)."
+)
+@click.option("--release-method", help="Module offloader's release (default offload).")
+@click.option(
+    "--init-arg",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Extra constructor argument for TARGET (VALUE as JSON, else a string).",
+)
+@click.option(
+    "--timeout", type=float, default=900.0, show_default=True, help="Seconds one scenario may take."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the run as JSON to this file.",
+)
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="pyproject.toml to read [tool.offlint.probe] from (default: the nearest).",
+)
+@click.pass_context
+def probe_command(
+    ctx: click.Context, as_json: bool, output: Path | None, config: Path | None, **values: Any
+) -> None:
+    """Drive an offloader through a decode graph runner's life on a GPU and report numbers.
+
+    TARGET is path/to/file.py[:Class] or package.module[:Class], an offloader in the
+    prefetch/wait shape. Without TARGET the bundled fixtures run (the broken original, the
+    merged inline fix, the smallest correct inline fix and the overlap fix), each against what
+    it is expected to do.
+
+    Exit status: 0 every check passed (bundled: every scenario did what it is expected to do),
+    1 a check failed, 2 no usable GPU, a bad TARGET or bad options.
+    """
+    stderr = Console(stderr=True, highlight=False)
+    try:
+        options = _resolve_options(ctx, config, values)
+        from offlint.probing.runner import probe
+
+        document = probe(
+            options, progress=lambda line: stderr.print(line, style="dim", markup=False)
+        )
+    except ProbeUsageError as exc:
+        click.echo(f"offlint probe: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    from offlint.probing.report import render_console, render_json
+
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(render_json(document) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(render_json(document))
+    else:
+        console = Console(highlight=False)
+        if not console.is_terminal:
+            # Logs (CI, a GPU machine's output) have no width; the tables need about 150.
+            console = Console(highlight=False, width=160)
+        render_console(document, console)
+    sys.exit(document["exit_code"])
+
+
+def _resolve_options(ctx: click.Context, config: Path | None, values: dict[str, Any]) -> Any:
+    from offlint.probing.options import (
+        build_options,
+        find_pyproject,
+        parse_init_args,
+        read_pyproject_settings,
+    )
+
+    pyproject_path = config or find_pyproject(Path.cwd())
+    pyproject = read_pyproject_settings(pyproject_path) if pyproject_path else {}
+    given: dict[str, Any] = {}
+    for name, value in values.items():
+        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
+            continue
+        if name == "target" and value is None:
+            continue
+        if name == "init_arg":
+            try:
+                value = parse_init_args(value)
+            except ValueError as exc:
+                raise ProbeUsageError(f"--init-arg: {exc}") from None
+        if name == "scenario":
+            value = list(value)
+        given[_OPTION_KEYS[name]] = value
+    return build_options(given, pyproject)

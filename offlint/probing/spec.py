@@ -1,0 +1,66 @@
+"""What one scenario worker is asked to do, as JSON (no torch here: the parent writes it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offlint.probing.options import MethodNames, ModelConfig, ProbeOptions
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    name: str
+    target: str
+    model: ModelConfig
+    device_index: int = 0
+    methods: MethodNames = field(default_factory=MethodNames)
+    init_kwargs: dict[str, Any] = field(default_factory=dict)
+    replay_rounds: int = 3
+    warmup_iters: int = 10
+    timing_iters: int = 100
+    timing: bool = True
+    profile: bool = True
+    compile: bool = True
+    seed: int = 0
+
+    @classmethod
+    def from_options(cls, name: str, target: str, options: ProbeOptions) -> ScenarioSpec:
+        return cls(
+            name=name,
+            target=target,
+            model=options.model,
+            methods=options.methods,
+            init_kwargs=dict(options.init_kwargs),
+            replay_rounds=options.replay_rounds,
+            warmup_iters=options.warmup_iters,
+            timing_iters=options.timing_iters,
+            timing=options.timing,
+            profile=options.profile,
+            compile=options.compile,
+            seed=options.seed,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScenarioSpec:
+        model = dict(data["model"])
+        model["batch_sizes"] = tuple(model["batch_sizes"])
+        return cls(
+            **{
+                **data,
+                "model": ModelConfig(**model),
+                "methods": MethodNames(**data.get("methods", {})),
+            }
+        )
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=2), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path: Path) -> ScenarioSpec:
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))

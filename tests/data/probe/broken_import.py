@@ -1,0 +1,1 @@
+import this_module_does_not_exist  # noqa: F401

@@ -1,0 +1,148 @@
+"""`offlint fix` end to end: diff vs apply, exit codes, atomic writes, errors that stop nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from click.testing import CliRunner
+
+from offlint.cli import main
+from offlint.diagnostics import ErrorKind, FixSafety
+from offlint.fixing import apply as apply_module
+from offlint.fixing.apply import Fixer, FixSettings, fix_source
+from offlint.fixing.edits import StatementPlan
+from offlint.fixing.writes import write_if_unchanged
+
+ROOT = Path(__file__).resolve().parent.parent
+ORIGINAL = ROOT / "fixtures" / "golden" / "sglang_original" / "in.py"
+RECORD_STREAM = ROOT / "fixtures" / "golden" / "record_stream" / "in.py"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["fix", "--no-color", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    shutil.copy(ORIGINAL, tmp_path / "offloader.py")
+    shutil.copy(RECORD_STREAM, tmp_path / "prefetch.py")
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def test_diff_by_default_writes_nothing(work: Path) -> None:
+    before = (work / "offloader.py").read_bytes()
+    code, out, err = _run(str(work / "offloader.py"))
+    assert code == 1
+    assert (
+        out.startswith("--- a/") and "+        if index + prefetch_step < len(offloaders):" in out
+    )
+    assert "OFL103" in err and "OFL101" in err
+    assert (work / "offloader.py").read_bytes() == before
+
+
+def test_nothing_to_fix_exits_zero(work: Path) -> None:
+    assert _run(str(work / "plain.py"))[0] == 0
+
+
+def test_apply_writes_and_a_second_apply_is_a_no_op(work: Path) -> None:
+    os.chmod(work / "offloader.py", 0o640)
+    code, _, _ = _run("--apply", str(work))
+    assert code == 0
+    fixed = (work / "offloader.py").read_bytes()
+    assert (
+        b"_on_forward_start" in fixed and b"consumer_stream" in (work / "prefetch.py").read_bytes()
+    )
+    assert stat.S_IMODE((work / "offloader.py").stat().st_mode) == 0o640
+    assert not [p for p in work.iterdir() if p.name.endswith(".offlint-tmp")]
+    assert _run("--apply", str(work))[0] == 0
+    assert (work / "offloader.py").read_bytes() == fixed
+    assert _run(str(work))[0] == 0  # and the diff mode agrees: nothing left
+
+
+def test_strategy_inline(work: Path) -> None:
+    code, out, _ = _run("--strategy", "inline", str(work / "offloader.py"))
+    assert code == 1
+    assert "return device_tensors" in out and "_on_forward_start" not in out
+
+
+def test_select_and_ignore(work: Path) -> None:
+    code, out, _ = _run("--select", "OFL204", str(work))
+    assert code == 1 and "consumer_stream" in out and "_on_forward_start" not in out
+    code, out, _ = _run("--ignore", "OFL204", str(work))
+    assert "consumer_stream" not in out and "_on_forward_start" in out
+
+
+def test_json_lists_every_edit_with_its_rule(work: Path) -> None:
+    code, out, _ = _run("--output-format", "json", str(work))
+    assert code == 1
+    payload = json.loads(out)
+    files = {f["path"].rsplit("/", 1)[-1]: f for f in payload["files"]}
+    assert {e["rule"] for e in files["prefetch.py"]["edits"]} == {"OFL204"}
+    assert all(e["safety"] == "safe" for e in files["prefetch.py"]["edits"])
+    offloader = files["offloader.py"]
+    assert offloader["strategies"] == ["overlap"]
+    assert {"OFL101", "OFL103"} <= {e["rule"] for e in offloader["edits"]}
+    assert all(e["line"] > 0 and e["safety"] == "unsafe" for e in offloader["edits"])
+    assert offloader["diff"].startswith("--- a/")
+    assert payload["summary"]["changed"] == 2
+
+
+def test_unparsable_file_does_not_stop_the_others(work: Path) -> None:
+    (work / "broken.py").write_text("def f(:\n    pass\n")
+    code, _, err = _run("--apply", str(work))
+    assert code == 2
+    assert "broken.py" in err and "syntax-error" in err
+    assert b"_on_forward_start" in (work / "offloader.py").read_bytes()
+
+
+def test_missing_path_is_an_error(work: Path) -> None:
+    assert _run(str(work / "nope.py"))[0] == 2
+
+
+def test_bom_and_crlf_round_trip(tmp_path: Path) -> None:
+    data = b"\xef\xbb\xbf" + RECORD_STREAM.read_bytes().replace(b"\n", b"\r\n")
+    path = tmp_path / "crlf.py"
+    path.write_bytes(data)
+    assert _run("--apply", str(path))[0] == 0
+    fixed = path.read_bytes()
+    assert fixed.startswith(b"\xef\xbb\xbf")
+    assert b"consumer_stream = torch.cuda.current_stream()\r\n" in fixed
+    assert b"\n" not in fixed.replace(b"\r\n", b"")
+
+
+def test_changed_on_disk_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(b"new contents\n")
+    error = write_if_unchanged(path, "m.py", b"old contents\n", b"fixed\n")
+    assert error is not None and error.kind is ErrorKind.CHANGED
+    assert path.read_bytes() == b"new contents\n"
+    assert write_if_unchanged(path, "m.py", b"new contents\n", b"fixed\n") is None
+    assert path.read_bytes() == b"fixed\n"
+
+
+def test_a_fix_that_would_not_compile_is_dropped_and_the_rest_applied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def bad_plan(model, settings):  # type: ignore[no-untyped-def]
+        plan = StatementPlan()
+        first = model.module.body[0]
+        plan.insert_before(
+            first, [cst.SimpleStatementLine([cst.Return()])], ("OFL204",), "broken on purpose"
+        )
+        return plan, []
+
+    broken = Fixer("broken", ("OFL204",), FixSafety.SAFE, bad_plan)
+    monkeypatch.setattr(apply_module, "FIXERS", (broken, *apply_module.FIXERS))
+    data = RECORD_STREAM.read_bytes()
+    result = fix_source(data, "m.py", FixSettings(select=frozenset({"OFL204"})))
+    assert any("dropped the broken fix" in e.message for e in result.errors)
+    assert b"consumer_stream" in result.fixed  # the real OFL204 fix still ran
+    compile(result.fixed, "m.py", "exec")

@@ -1,0 +1,111 @@
+"""Golden tests of `offlint fix`: in.py -> out_<strategy>.py (or out.py), reviewed by hand.
+
+For every case: fixing in.py gives exactly the golden bytes; fixing the golden output changes
+nothing (idempotence); the output compiles; `offlint check` reports no fixable diagnostic on it.
+The hand-written capture-aware fixtures are left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from offlint.analysis.engine import FileSettings, check_source
+from offlint.catalogue import load_catalogue
+from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "fixtures" / "golden"
+SELECT = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)
+
+
+def _cases() -> list[tuple[str, str, Path]]:
+    found = []
+    for case in sorted(p for p in GOLDEN.iterdir() if p.is_dir()):
+        for out in sorted(case.glob("out*.py")):
+            strategy = out.stem.removeprefix("out_") if out.stem != "out" else "auto"
+            found.append((case.name, strategy, out))
+    return found
+
+
+CASES = _cases()
+
+
+def _fix(data: bytes, strategy: str = "auto", path: str = "in.py") -> bytes:
+    result = fix_source(data, path, FixSettings(select=SELECT, strategy=strategy))
+    assert not result.errors, result.errors
+    return result.fixed
+
+
+@pytest.mark.parametrize(("case", "strategy", "out"), CASES, ids=[f"{c}-{s}" for c, s, _ in CASES])
+def test_golden_output(case: str, strategy: str, out: Path) -> None:
+    assert _fix((GOLDEN / case / "in.py").read_bytes(), strategy) == out.read_bytes()
+
+
+@pytest.mark.parametrize(("case", "strategy", "out"), CASES, ids=[f"{c}-{s}" for c, s, _ in CASES])
+def test_golden_output_is_a_fixed_point(case: str, strategy: str, out: Path) -> None:
+    data = out.read_bytes()
+    assert _fix(data, strategy) == data
+    # and no other strategy finds anything left to do either
+    assert _fix(data, "auto") == data
+
+
+@pytest.mark.parametrize(("case", "strategy", "out"), CASES, ids=[f"{c}-{s}" for c, s, _ in CASES])
+def test_golden_output_compiles_and_checks_clean(case: str, strategy: str, out: Path) -> None:
+    data = out.read_bytes()
+    compile(data, str(out), "exec")
+    report = check_source(data, str(out), FileSettings(select=SELECT))
+    assert not report.errors
+    assert [d for d in report.diagnostics if d.fixable] == []
+
+
+def test_every_case_changes_something() -> None:
+    for case, strategy, out in CASES:
+        assert (GOLDEN / case / "in.py").read_bytes() != out.read_bytes(), (case, strategy)
+
+
+def test_merged_upstream_fix_is_rewritten_like_the_original() -> None:
+    """The merged fix's capturing branches are dropped and replaced: with the overlap strategy
+    both inputs end up as the same code (the module docstrings differ)."""
+
+    def body(path: Path) -> list[str]:
+        return [ast.dump(stmt) for stmt in ast.parse(path.read_bytes()).body[1:]]
+
+    original = body(GOLDEN / "sglang_original" / "out_overlap.py")
+    merged = body(GOLDEN / "sglang_merged_inline" / "out_overlap.py")
+    assert original == merged
+
+
+@pytest.mark.parametrize(
+    "name", ["sglang_offloader_inline_fixed.py", "sglang_offloader_overlap.py"]
+)
+def test_hand_written_capture_aware_fixtures_are_left_alone(name: str) -> None:
+    path = ROOT / "fixtures" / name
+    if not path.exists():
+        pytest.skip(f"{name} not written yet")
+    data = path.read_bytes()
+    assert _fix(data) == data
+    assert _fix(data, "inline") == data
+
+
+@pytest.mark.parametrize(
+    ("fixture", "case"),
+    [
+        ("sglang_offloader_original.py", "sglang_original"),
+        ("sglang_offloader_inline.py", "sglang_merged_inline"),
+    ],
+)
+def test_live_fixtures_match_the_golden_inputs(fixture: str, case: str) -> None:
+    """The golden inputs are snapshots of the probe's fixtures; if a fixture changed, regenerate."""
+    path = ROOT / "fixtures" / fixture
+    if not path.exists():
+        pytest.skip(f"{fixture} missing")
+    if path.read_bytes() != (GOLDEN / case / "in.py").read_bytes():
+        # still fixable, to the same code modulo the docstring
+        fixed = _fix(path.read_bytes(), "overlap")
+        assert fixed != path.read_bytes()
+        pytest.skip(
+            f"{fixture} changed since the golden snapshot; regenerate fixtures/golden/{case}"
+        )

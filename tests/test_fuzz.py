@@ -1,0 +1,70 @@
+"""A short fuzz run in CI (the long one is benchmarks/fuzz.py, results in benchmarks/results/).
+
+Inputs: offloader-shaped programs from a small statement grammar (streams, events, record / wait /
+wait_stream, `with torch.cuda.stream`, capture guards, graphs, hooks, early returns, random
+nesting), mutations of the fixtures and of the rules' examples, and arbitrary bytes.
+Properties: `check` never raises and never reports `internal-error`; `fix` output parses, is
+idempotent, and leaves bytes outside its edits (a bystander block, BOM, CRLF) unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from offlint.analysis.engine import FileSettings, check_source
+from offlint.catalogue import load_catalogue
+from offlint.diagnostics import ErrorKind
+
+_SPEC = importlib.util.spec_from_file_location(
+    "offlint_fuzz", Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+fuzz = importlib.util.module_from_spec(_SPEC)
+sys.modules["offlint_fuzz"] = fuzz
+_SPEC.loader.exec_module(fuzz)
+
+SEEDS = fuzz.corpus()
+ALL = frozenset(load_catalogue())
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _assert_ok(data: bytes, *, fix: bool = True) -> None:
+    failures = fuzz.failures_for(data, fix=fix)
+    assert not failures, (failures, data.decode("utf-8", "replace"))
+
+
+def test_corpus_is_loaded() -> None:
+    assert len(SEEDS) >= 20  # fixtures and every rule's examples
+
+
+@FAST
+@given(st.randoms(use_true_random=False))
+def test_generated_offloaders(r: random.Random) -> None:
+    text = fuzz.generate(r)
+    _assert_ok(text.encode())
+
+
+@FAST
+@given(st.randoms(use_true_random=False), st.sampled_from(range(len(SEEDS))))
+def test_mutated_examples_and_fixtures(r: random.Random, index: int) -> None:
+    _assert_ok(fuzz.mutate(r, SEEDS[index]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=400))
+def test_arbitrary_bytes_never_crash_check(data: bytes) -> None:
+    # hazard tokens up front so the prefilter lets the bytes through to the parser
+    report = check_source(b"import torch\nclass Offloader:\n    def f(self):\n        self.e.wait()\n" + data, "b.py", FileSettings(select=ALL))
+    assert all(e.kind is not ErrorKind.INTERNAL for e in report.errors), report.errors
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(fuzz.TOKENS), max_size=60))
+def test_token_soup_never_crashes_check(soup: list[str]) -> None:
+    _assert_ok(("import torch\nclass Offloader:\n    def f(self):\n" + "".join(soup)).encode(), fix=False)
