@@ -1,7 +1,10 @@
 """`offlint check / rule / rules` end to end: click's runner in process, and real subprocesses.
 
-The project fixture holds two real hazards (the first bad examples of rules/OFL105.toml and
-rules/OFL101.toml) and a clean file; every assertion names the codes, lines and fields it expects.
+The project fixture holds three real hazards (the first bad examples of rules/OFL105.toml and
+rules/OFL101.toml, and an OFL204 record_stream no-op) and a clean file; every assertion names the
+codes, lines and fields it expects. Fixability is end to end: OFL101 has a fixer, but not for this
+snippet (it rewrites only the prefetch/wait offloader shape), so it is never marked fixable; the
+OFL204 finding is one `offlint fix` really removes, so it is the one fixable diagnostic.
 """
 
 from __future__ import annotations
@@ -57,6 +60,20 @@ EVENT = textwrap.dedent(
             return self.buffers
     """
 )
+# the safe OFL204 fix applies: `offlint fix` hoists the consumer stream out of the block
+RECORD = textwrap.dedent(
+    """\
+    import torch
+
+
+    def prefetch(host, side):
+        with torch.cuda.stream(side):
+            device = host.to("cuda", non_blocking=True)
+            device.record_stream(torch.cuda.current_stream())
+        torch.cuda.current_stream().wait_stream(side)
+        return device
+    """
+)
 CLEAN = textwrap.dedent(
     """\
     import torch
@@ -78,13 +95,19 @@ MSG_WAIT = "Wait on `ready`, which may have been recorded outside the current ca
 FIX_WAIT = (
     "Skip the wait while capturing when the data is ready, or re-issue the copy inside the capture"
 )
+MSG_RECORD = (
+    "`device.record_stream(...)` records the current stream inside `with torch.cuda.stream(side)`,"
+    " i.e. the allocating stream itself: a no-op"
+)
+FIX_RECORD = "Take the consumer stream before entering the side-stream block and record that"
 
 CONCISE = [
     f"pkg/host_sync.py:5:5: OFL105 {MSG_SYNC}",
     f"pkg/host_sync.py:6:9: OFL105 {MSG_ITEM}",
-    f"pkg/offloader.py:11:9: OFL101 [*] {MSG_WAIT}",
+    f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT}",
+    f"pkg/prefetch.py:7:9: OFL204 [*] {MSG_RECORD}",
 ]
-SUMMARY = "Found 3 errors (1 fixable with `offlint fix --apply`).\n"
+SUMMARY = "Found 4 errors (1 fixable with `offlint fix --apply`).\n"
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -101,6 +124,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     write(tmp_path / "pyproject.toml", '[project]\nname = "demo"\n\n[tool.offlint]\n')
     write(tmp_path / "pkg" / "host_sync.py", HOST_SYNC)
     write(tmp_path / "pkg" / "offloader.py", EVENT)
+    write(tmp_path / "pkg" / "prefetch.py", RECORD)
     write(tmp_path / "pkg" / "clean.py", CLEAN)
     write(tmp_path / "README.txt", "not python\n")
     monkeypatch.chdir(tmp_path)
@@ -151,8 +175,8 @@ def test_full_format_is_the_default(project: Path) -> None:
     assert result.exit_code == 1
     out = result.stdout
     assert not ANSI.search(out)  # not a terminal: no colour
-    assert out.count("\n\n") == 2  # three diagnostics, separated by blank lines
-    first, second, third = out.rstrip("\n").split("\n\n")
+    assert out.count("\n\n") == 3  # four diagnostics, separated by blank lines
+    first, second, third, fourth = out.rstrip("\n").split("\n\n")
     assert first.splitlines() == [
         f"pkg/host_sync.py:5:5: OFL105 {MSG_SYNC}",
         "  |",
@@ -167,8 +191,10 @@ def test_full_format_is_the_default(project: Path) -> None:
     assert second.splitlines()[0] == f"pkg/host_sync.py:6:9: OFL105 {MSG_ITEM}"
     assert "  |         ^^^^^^^^^^^^^^ OFL105" in second.splitlines()
     assert "help:" not in first + second  # OFL105 has no fix
+    # OFL101 has a fixer, but `offlint fix` cannot fix this snippet: no [*]; the rule's advice
+    # is still shown as help, to be followed by hand
     assert third.splitlines() == [
-        f"pkg/offloader.py:11:9: OFL101 [*] {MSG_WAIT}",
+        f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT}",
         "   |",
         " 9 |",
         "10 |     def consume(self, ready: Event):",
@@ -177,6 +203,18 @@ def test_full_format_is_the_default(project: Path) -> None:
         "12 |         return self.buffers",
         "   |",
         f"   = help: {FIX_WAIT}",
+    ]
+    assert fourth.splitlines() == [
+        f"pkg/prefetch.py:7:9: OFL204 [*] {MSG_RECORD}",
+        "  |",
+        "5 |     with torch.cuda.stream(side):",
+        '6 |         device = host.to("cuda", non_blocking=True)',
+        "7 |         device.record_stream(torch.cuda.current_stream())",
+        "  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ OFL204",
+        "8 |     torch.cuda.current_stream().wait_stream(side)",
+        "9 |     return device",
+        "  |",
+        f"  = help: {FIX_RECORD}",
     ]
     assert result.stderr == SUMMARY
     assert "Found" not in out
@@ -229,11 +267,20 @@ def test_json_format_field_by_field(project: Path) -> None:
             "filename": "pkg/offloader.py",
             "location": {"row": 11, "column": 9},
             "end_location": {"row": 11, "column": 43},
-            "fix": {"applicability": "unsafe", "message": FIX_WAIT},
+            "fix": None,  # the rule has a fixer, but it cannot fix this snippet
+        },
+        {
+            "code": "OFL204",
+            "name": "record-stream-on-allocating-stream",
+            "message": MSG_RECORD,
+            "filename": "pkg/prefetch.py",
+            "location": {"row": 7, "column": 9},
+            "end_location": {"row": 7, "column": 58},
+            "fix": {"applicability": "safe", "message": FIX_RECORD},
         },
     ]
     assert document["errors"] == []
-    assert document["summary"] == {"diagnostics": 3, "fixable": 1, "errors": 0, "files": 3}
+    assert document["summary"] == {"diagnostics": 4, "fixable": 1, "errors": 0, "files": 4}
     # byte-for-byte deterministic
     assert invoke("check", "--output-format", "json").stdout == result.stdout
 
@@ -264,6 +311,7 @@ def test_sarif_format_field_by_field(project: Path) -> None:
     assert by_id["OFL101"]["shortDescription"]["text"] == catalogue["OFL101"].summary
     assert by_id["OFL101"]["properties"]["fixSafety"] == "unsafe"
     assert by_id["OFL105"]["properties"]["fixSafety"] == "none"
+    assert by_id["OFL204"]["properties"]["fixSafety"] == "safe"
     assert by_id["OFL105"]["help"]["markdown"] == catalogue["OFL105"].markdown()
     assert run["columnKind"] == "unicodeCodePoints"
     assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
@@ -271,7 +319,9 @@ def test_sarif_format_field_by_field(project: Path) -> None:
     expected = [
         ("OFL105", MSG_SYNC, "pkg/host_sync.py", (5, 5, 5, 29), False, "none"),
         ("OFL105", MSG_ITEM, "pkg/host_sync.py", (6, 9, 6, 23), False, "none"),
-        ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 43), True, "unsafe"),
+        # the rule has an (unsafe) fixer, but `offlint fix` cannot fix this snippet
+        ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 43), False, "none"),
+        ("OFL204", MSG_RECORD, "pkg/prefetch.py", (7, 9, 7, 58), True, "safe"),
     ]
     assert len(run["results"]) == len(expected)
     fingerprints = set()
@@ -292,7 +342,7 @@ def test_sarif_format_field_by_field(project: Path) -> None:
         assert re.fullmatch(r"[0-9a-f]{32}", fingerprint)
         fingerprints.add(fingerprint)
         assert result_object["properties"] == {"fixable": fixable, "fixSafety": safety}
-    assert len(fingerprints) == 3
+    assert len(fingerprints) == 4
 
 
 def test_sarif_reports_files_that_could_not_be_checked(project: Path) -> None:
@@ -300,7 +350,7 @@ def test_sarif_reports_files_that_could_not_be_checked(project: Path) -> None:
     result = invoke("check", "--output-format", "sarif")
     assert result.exit_code == 2
     (run,) = json.loads(result.stdout)["runs"]
-    assert [r["ruleId"] for r in run["results"]] == ["OFL105", "OFL105", "OFL101"]
+    assert [r["ruleId"] for r in run["results"]] == ["OFL105", "OFL105", "OFL101", "OFL204"]
     (invocation,) = run["invocations"]
     assert invocation["executionSuccessful"] is False
     (notification,) = invocation["toolExecutionNotifications"]
@@ -318,6 +368,7 @@ def test_github_format(project: Path) -> None:
         f"::error file=pkg/host_sync.py,line=5,col=5,endLine=5,endColumn=29,title=OFL105::{MSG_SYNC}",
         f"::error file=pkg/host_sync.py,line=6,col=9,endLine=6,endColumn=23,title=OFL105::{MSG_ITEM}",
         f"::error file=pkg/offloader.py,line=11,col=9,endLine=11,endColumn=43,title=OFL101::{MSG_WAIT}",
+        f"::error file=pkg/prefetch.py,line=7,col=9,endLine=7,endColumn=58,title=OFL204::{MSG_RECORD}",
     ]
     assert result.stderr == SUMMARY
 
@@ -333,10 +384,11 @@ def test_github_format_annotates_files_that_could_not_be_checked(project: Path) 
 def test_statistics_text(project: Path) -> None:
     result = invoke("check", "--statistics")
     assert result.exit_code == 1
-    assert (
-        result.stdout
-        == "2\tOFL105\t[ ] host-sync-in-capture\n1\tOFL101\t[*] wait-on-uncaptured-event\n"
-    )
+    assert result.stdout.splitlines() == [
+        "2\tOFL105\t[ ] host-sync-in-capture",
+        "1\tOFL101\t[ ] wait-on-uncaptured-event",  # has a fixer, but not for this snippet
+        "1\tOFL204\t[*] record-stream-on-allocating-stream",
+    ]
     assert result.stderr == SUMMARY
 
 
@@ -347,9 +399,35 @@ def test_statistics_json(project: Path) -> None:
         "schema": "offlint-json/1",
         "statistics": [
             {"code": "OFL105", "name": "host-sync-in-capture", "count": 2, "fixable": False},
-            {"code": "OFL101", "name": "wait-on-uncaptured-event", "count": 1, "fixable": True},
+            {"code": "OFL101", "name": "wait-on-uncaptured-event", "count": 1, "fixable": False},
+            {
+                "code": "OFL204",
+                "name": "record-stream-on-allocating-stream",
+                "count": 1,
+                "fixable": True,
+            },
         ],
     }
+
+
+def test_fixable_means_offlint_fix_removes_it(project: Path) -> None:
+    # `[*]` is a promise: after `offlint fix --apply` exactly the unmarked diagnostics remain
+    assert invoke("fix", "--apply", "pkg").exit_code == 0
+    assert "consumer_stream = torch.cuda.current_stream()" in (
+        project / "pkg" / "prefetch.py"
+    ).read_text(encoding="utf-8")
+    code, lines, err = concise()
+    assert (code, lines, err) == (
+        1,
+        [line for line in CONCISE if "[*]" not in line],
+        "Found 3 errors.\n",
+    )
+    document = json.loads(invoke("check", "--output-format", "json").stdout)
+    assert document["summary"] == {"diagnostics": 3, "fixable": 0, "errors": 0, "files": 4}
+    assert invoke("check", "--statistics").stdout.splitlines() == [
+        "2\tOFL105\t[ ] host-sync-in-capture",
+        "1\tOFL101\t[ ] wait-on-uncaptured-event",
+    ]
 
 
 def test_statistics_when_clean_prints_nothing(project: Path) -> None:
@@ -469,7 +547,7 @@ def test_syntax_error_next_to_a_good_file(project: Path) -> None:
     assert error["kind"] == "syntax-error"
     assert error["row"] == 17  # where the parser gave up
     assert error["message"]
-    assert document["summary"]["errors"] == 1 and document["summary"]["diagnostics"] == 3
+    assert document["summary"]["errors"] == 1 and document["summary"]["diagnostics"] == 4
 
 
 @pytest.mark.parametrize(
@@ -552,13 +630,17 @@ def test_stdin_without_a_filename(project: Path) -> None:
 
 
 def test_stdin_with_a_filename(project: Path) -> None:
-    code, lines, _ = concise("-", "--stdin-filename", "pkg/edited.py", input=EVENT)
-    assert (code, lines) == (1, [f"pkg/edited.py:11:9: OFL101 [*] {MSG_WAIT}"])
+    code, lines, err = concise("-", "--stdin-filename", "pkg/edited.py", input=EVENT)
+    assert (code, lines, err) == (1, [f"pkg/edited.py:11:9: OFL101 {MSG_WAIT}"], "Found 1 error.\n")
+    # fixability is confirmed on the piped text too
+    code, lines, err = concise("-", "--stdin-filename", "pkg/edited.py", input=RECORD)
+    assert (code, lines) == (1, [f"pkg/edited.py:7:9: OFL204 [*] {MSG_RECORD}"])
+    assert err == "Found 1 error (1 fixable with `offlint fix --apply`).\n"
 
 
 def test_stdin_filename_alone_reads_stdin(project: Path) -> None:
-    code, lines, _ = concise("--stdin-filename", "pkg/edited.py", input=EVENT)
-    assert (code, lines) == (1, [f"pkg/edited.py:11:9: OFL101 [*] {MSG_WAIT}"])
+    code, lines, _ = concise("--stdin-filename", "pkg/edited.py", input=RECORD)
+    assert (code, lines) == (1, [f"pkg/edited.py:7:9: OFL204 [*] {MSG_RECORD}"])
 
 
 def test_stdin_clean_and_undecodable(project: Path) -> None:
@@ -618,13 +700,15 @@ def test_stdin_cannot_be_combined_with_paths(project: Path) -> None:
         (["--select", "ofl105"], ["OFL105", "OFL105"]),
         (["--select", "OFL1"], ["OFL105", "OFL105", "OFL101"]),
         (["--select", "OFL10"], ["OFL105", "OFL105", "OFL101"]),
-        (["--select", "ALL"], ["OFL105", "OFL105", "OFL101"]),
+        (["--select", "ALL"], ["OFL105", "OFL105", "OFL101", "OFL204"]),
         (["--select", "OFL101,OFL105"], ["OFL105", "OFL105", "OFL101"]),
         (["--select", "OFL101", "--select", "OFL105"], ["OFL105", "OFL105", "OFL101"]),
         (["--select", "OFL101", "--extend-select", "OFL105"], ["OFL105", "OFL105", "OFL101"]),
-        (["--select", "ALL", "--ignore", "OFL105"], ["OFL101"]),
-        (["--ignore", "OFL101"], ["OFL105", "OFL105"]),
-        (["--ignore", "OFL1"], []),
+        (["--select", "ALL", "--ignore", "OFL105"], ["OFL101", "OFL204"]),
+        (["--select", "OFL204"], ["OFL204"]),
+        (["--ignore", "OFL101"], ["OFL105", "OFL105", "OFL204"]),
+        (["--ignore", "OFL1"], ["OFL204"]),
+        (["--ignore", "OFL1,OFL204"], []),
         (["--ignore", "all"], []),
         (["--select", "OFL101", "--ignore", "OFL101"], []),
     ],
@@ -667,6 +751,12 @@ def test_suppression_comments_through_the_cli(project: Path) -> None:
         ).replace("    n = x.sum().item()", "    # offlint: ignore[OFL1]\n    n = x.sum().item()"),
     )
     write(project / "pkg" / "offloader.py", EVENT + "# offlint: file-ignore[OFL101]\n")
+    write(
+        project / "pkg" / "prefetch.py",
+        RECORD.replace(
+            "torch.cuda.current_stream())", "torch.cuda.current_stream())  # noqa: OFL204"
+        ),
+    )
     assert concise() == (0, [], "All checks passed!\n")
     write(
         project / "pkg" / "offloader.py",
@@ -752,6 +842,13 @@ def test_subprocess_json_report_and_summary(project: Path) -> None:
         ("pkg/host_sync.py", 5, "OFL105"),
         ("pkg/host_sync.py", 6, "OFL105"),
         ("pkg/offloader.py", 11, "OFL101"),
+        ("pkg/prefetch.py", 7, "OFL204"),
+    ]
+    assert [d["fix"] for d in document["diagnostics"]] == [
+        None,
+        None,
+        None,
+        {"applicability": "safe", "message": FIX_RECORD},
     ]
     assert done.stderr == SUMMARY
 
@@ -792,7 +889,9 @@ def test_subprocess_sarif_to_file(project: Path) -> None:
     done = run_offlint("check", "--output-format", "sarif", "-o", "out.sarif", cwd=project)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", SUMMARY)
     document = json.loads((project / "out.sarif").read_text(encoding="utf-8"))
-    assert [r["ruleId"] for r in document["runs"][0]["results"]] == ["OFL105", "OFL105", "OFL101"]
+    results = document["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["OFL105", "OFL105", "OFL101", "OFL204"]
+    assert [r["properties"]["fixable"] for r in results] == [False, False, False, True]
 
 
 def _imported_modules(*args: str) -> set[str]:

@@ -121,8 +121,9 @@ def test_gate_knows_every_model_source() -> None:
         ("from torch.cuda import (\n    Event as E,\n)\ne = E()\ne.wait()\n", True),
         ("import torch\nwith (torch.cuda\n      .stream)(s):\n    x.item()\n", True),
         ("import torch\nx = (torch.cuda).stream\nx.item()\n", True),
-        ("import torch\nm.forward = f\nx.item()\n", True),
-        ("import torch\n(m.forward) = f\nx.item()\n", True),
+        # a wrapped forward or a hook makes code reachable only where an offloader installs it
+        ("import torch\nm.forward = f\nx.item()\n", False),
+        ("import torch\nm.register_forward_pre_hook(f)\nx.item()\n", False),
         ("def f(self):\n    self.alt.wait_stream(cur)\n    x.item()\n", True),
         ("import torch\nif torch.cuda.is_current_stream_capturing():\n    pass\n", True),
         # `stream` that cannot resolve to torch: a request field, a keyword, a string

@@ -86,10 +86,19 @@ def parse_error(path: str, exc: Exception) -> FileError:
     return FileError(path, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
-def check_source(data: bytes, path: str, settings: FileSettings, *, prefiltered: bool = False) -> FileReport:
+def check_source(
+    data: bytes,
+    path: str,
+    settings: FileSettings,
+    *,
+    prefiltered: bool = False,
+    confirm_fixes: bool = True,
+) -> FileReport:
     """Analyse one file's bytes. Never raises: failures become FileErrors on the report.
 
     `prefiltered`: the caller already ran the prefilter on this text and it passed.
+    `confirm_fixes`: mark a diagnostic fixable only when `offlint fix` really removes it (the
+    fixer itself turns this off when it re-checks its output).
     """
     report = FileReport(path=path)
     started = time.perf_counter()
@@ -105,7 +114,14 @@ def check_source(data: bytes, path: str, settings: FileSettings, *, prefiltered:
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
             return report
-    return analyse_text(text, path, settings, report)
+    analyse_text(text, path, settings, report)
+    if confirm_fixes and any(d.fixable for d in report.diagnostics):
+        started = time.perf_counter()
+        from offlint.fixing.availability import confirm_fix_availability
+
+        report.diagnostics = confirm_fix_availability(data, path, settings, report.diagnostics)
+        report.timings["fix availability"] = time.perf_counter() - started
+    return report
 
 
 def analyse_text(text: str, path: str, settings: FileSettings, report: FileReport) -> FileReport:

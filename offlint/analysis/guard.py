@@ -17,10 +17,11 @@ import ast
 import re
 from itertools import accumulate
 
-SCREEN_BYTES = 64_000  # files above this are always checked with CPython's parser
+SCREEN_BYTES = 512_000  # files above this are always checked with CPython's parser
 SCREEN_LINE = 1_000  # so are files with a line this long
 SCREEN_BRACKETS = 50  # or with brackets nested this deep (counted naively, strings included)
 SCREEN_OPERATORS = 2_000  # or with this many operator characters / keywords (a chain needs them)
+SCREEN_CHAIN = 300  # or this many `elif`s, or `and`/`or`s
 SCREEN_INDENT = 100  # or a line indented this far
 MAX_CHAIN = 1_000  # `a and b and ...` / `a < b < ...`: flat for CPython, recursive for libcst
 
@@ -28,7 +29,8 @@ _BRACKETS = re.compile(r"[^()\[\]{}]+")
 _DEPTH = str.maketrans({"(": "1", "[": "1", "{": "1", ")": "2", "]": "2", "}": "2"})
 _LONG_LINE = re.compile(rf"[^\n]{{{SCREEN_LINE}}}")
 _DEEP_INDENT = re.compile(rf"^[ \t]{{{SCREEN_INDENT}}}", re.MULTILINE)
-_OPERATORS = (*"+-*/%&|^~<>.@", " and ", " or ", "not ", " if ", "lambda", "await ")
+# `.` is left out: attribute chains are everywhere and libcst parses them without recursing deeply
+_OPERATORS = (*"+-*/%&|^~<>@", " and ", " or ", "not ", " if ", "lambda", "await ")
 _DEPTH_MESSAGES = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
 
 
@@ -39,12 +41,22 @@ def _bracket_depth(text: str) -> int:
     return max(accumulate(1 if m == "1" else -1 for m in marks))
 
 
+_BOOLEAN_OPERATOR = re.compile(r"\b(?:and|or)\b")
+
+
+def _count_at_least(pattern: re.Pattern[str], text: str, limit: int) -> bool:
+    return any(count > limit for count, _ in enumerate(pattern.finditer(text), start=1))
+
+
 def _needs_screening(text: str) -> bool:
     return (
         len(text) > SCREEN_BYTES
         or _LONG_LINE.search(text) is not None
         or _DEEP_INDENT.search(text) is not None
         or sum(text.count(op) for op in _OPERATORS) > SCREEN_OPERATORS
+        # each `elif` and each `and`/`or` is one more level of recursion for libcst
+        or text.count("elif") > SCREEN_CHAIN
+        or _count_at_least(_BOOLEAN_OPERATOR, text, SCREEN_CHAIN)
         or _bracket_depth(text) > SCREEN_BRACKETS
     )
 

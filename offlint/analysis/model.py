@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -509,25 +509,19 @@ class ModuleModel:
                 fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
             ):
                 mark(fn, "named by configuration (capture-reachable)")
+        # hooks and wrapped forwards count when an offloader installs them: in a module with an
+        # offloader-style class, or (below) from capture-reachable code
+        has_offloader = any(cls.offloader_style for cls in self.classes)
         for call in self.all_calls():
-            if call.method in _HOOK_REGISTRARS and call.node.args:
-                target = self._function_named(call.node.args[0].value, call.function)
-                if target is not None:
-                    mark(target, f"installed as a hook by {call.function.qualname}")
+            if has_offloader:
+                self._mark_installed_hook(call, mark)
             if call.in_graph_region:
                 target = self._called_function(call.node, call.function)
                 if target is not None:
                     mark(target, "called inside a CUDA graph capture region", Context.CAPTURING)
-        for assign in (a for fn in self.functions for a in fn.assignments):
-            for target_expr in assign.targets:
-                if (
-                    isinstance(target_expr, cst.Attribute)
-                    and target_expr.attr.value == "forward"
-                    and assign.value is not None
-                ):
-                    target = self._function_named(assign.value, assign.function)
-                    if target is not None:
-                        mark(target, f"installed as a wrapped forward by {assign.function.qualname}")
+        if has_offloader:
+            for assign in (a for fn in self.functions for a in fn.assignments):
+                self._mark_installed_forward(assign, mark)
         module_is_capture_aware = any(fn.reachable for fn in self.functions) or bool(self.graph_region_calls)
         if module_is_capture_aware:
             for cls in self.classes:
@@ -542,16 +536,44 @@ class ModuleModel:
                 if not fn.reachable:
                     continue
                 for call in fn.calls:
+                    changed = self._mark_installed_hook(call, mark) or changed
                     if not call.context.may_capture:
                         continue
                     target = self._called_function(call.node, fn)
                     if target is not None and not target.reachable and not _is_lifecycle_dunder(target.name):
                         mark(target, f"called from capture-reachable {fn.qualname}")
                         changed = True
+                for assign in fn.assignments:
+                    changed = self._mark_installed_forward(assign, mark) or changed
             for fn in self.functions:
                 if not fn.reachable and fn.parent is not None and fn.parent.reachable:
                     mark(fn, f"defined inside capture-reachable {fn.parent.qualname}")
                     changed = True
+
+    def _mark_installed_hook(self, call: CallSite, mark: Callable[[FunctionInfo, str], None]) -> bool:
+        """`m.register_forward_pre_hook(fn)`: fn runs inside every forward. True if newly marked."""
+        if call.method not in _HOOK_REGISTRARS or not call.node.args:
+            return False
+        target = self._function_named(call.node.args[0].value, call.function)
+        if target is None or target.reachable:
+            return False
+        mark(target, f"installed as a hook by {call.function.qualname}")
+        return True
+
+    def _mark_installed_forward(self, assign: Assignment, mark: Callable[[FunctionInfo, str], None]) -> bool:
+        """`module.forward = wrapped`: wrapped runs as the forward. True if newly marked."""
+        found = False
+        for target_expr in assign.targets:
+            if (
+                isinstance(target_expr, cst.Attribute)
+                and target_expr.attr.value == "forward"
+                and assign.value is not None
+            ):
+                target = self._function_named(assign.value, assign.function)
+                if target is not None and not target.reachable:
+                    mark(target, f"installed as a wrapped forward by {assign.function.qualname}")
+                    found = True
+        return found
 
     def _function_named(self, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
         """Resolve a hook/forward value: a local function, `self.m`, a module function,

@@ -59,6 +59,10 @@ CAPTURE_GATED_RULES: dict[str, tuple[str, ...]] = {
     "OFL205": (),
 }
 
+# Rules that also need every one of these words (their roots are in the same module): OFL301
+# reports only code that `torch.compile` (a call or a decorator) reaches.
+CO_REQUIRED: dict[str, tuple[str, ...]] = {"OFL301": ("compile",)}
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _SPACE = " \t\f\r\n\\"
@@ -75,7 +79,7 @@ _WORD = {name: re.compile(r"\b" + name + r"\b") for name in CAPTURE_API_NAMES}
 _UNSURE = "<unsure>"
 # every CAPTURE_METHOD_NAMES entry contains one of these: a quick first test
 _METHOD_PREFIXES = tuple(
-    sorted({next((p for p in ("wait_", "record_", "register_") if p in n), n) for n in CAPTURE_METHOD_NAMES})
+    sorted({next((p for p in ("wait_", "record_", "capture_") if p in n), n) for n in CAPTURE_METHOD_NAMES})
 )
 
 
@@ -92,6 +96,7 @@ class RuleFilter:
     cores: tuple[str, ...]  # any one must be in the text; () = always
     gated: bool
     alternatives: tuple[str, ...] = ()  # names that open the gate for this rule alone
+    required: tuple[str, ...] = ()  # words the text must also hold (CO_REQUIRED)
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,7 @@ class Plan:
 
     def accepts(self, text: str) -> bool:
         for rule in self.rules:
-            if not rule.gated and _any_in(rule.cores, text):
+            if not rule.gated and _any_in(rule.cores, text) and all(w in text for w in rule.required):
                 return True
         gated = [r for r in self.rules if r.gated]
         if not gated:
@@ -129,7 +134,7 @@ class Plan:
             name in text for name in CAPTURE_METHOD_NAMES
         ):
             return True
-        if any(attr in text for attr in CAPTURE_ASSIGNED_ATTRS) and _FORWARD_STORE.search(text):
+        if CAPTURE_ASSIGNED_ATTRS and any(attr in text for attr in CAPTURE_ASSIGNED_ATTRS) and _FORWARD_STORE.search(text):
             return True
         for fragments in self._fragments:
             if fragments is None or all(f in text for f in fragments):
@@ -279,6 +284,7 @@ def plan_for(select: frozenset[str], capture_reachable: tuple[str, ...] = ()) ->
                 cores=usable,
                 gated=code in CAPTURE_GATED_RULES,
                 alternatives=CAPTURE_GATED_RULES.get(code, ()),
+                required=CO_REQUIRED.get(code, ()),
             )
         )
     fragments = tuple(_pattern_fragments(p) for p in capture_reachable)

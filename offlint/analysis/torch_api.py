@@ -76,9 +76,11 @@ HOOK_REGISTRARS = frozenset(
         "register_module_forward_hook",
     }
 )
-CAPTURE_METHOD_NAMES = STREAM_ORDERING_METHODS | HOOK_REGISTRARS | {"record_event", "capture_begin"}
-# - attributes whose assignment installs capture-reachable code (`module.forward = wrapped`)
-CAPTURE_ASSIGNED_ATTRS = frozenset({"forward"})
+# Hook registration and `module.forward = wrapped` make code reachable only where an offloader
+# installs them (model.py), which already needs one of the names above: they open no gate alone.
+CAPTURE_METHOD_NAMES = STREAM_ORDERING_METHODS | {"record_event", "capture_begin"}
+# - attributes whose assignment installs capture-reachable code by itself: none (see above)
+CAPTURE_ASSIGNED_ATTRS: frozenset[str] = frozenset()
 CAPTURE_TOKENS = tuple(sorted(CAPTURE_API_NAMES | CAPTURE_METHOD_NAMES | CAPTURE_ASSIGNED_ATTRS))
 
 # OFL301: "am I being traced?" - constant True in code torch.compile traces

@@ -58,7 +58,7 @@ FIXERS = (
     Fixer(
         "OFL204", ("OFL204",), FixSafety.SAFE, lambda model, _: (plan_record_stream_fix(model), [])
     ),
-    Fixer("OFL106", ("OFL106",), FixSafety.SAFE, lambda model, _: (plan_pin_memory_fix(model), [])),
+    Fixer("OFL106", ("OFL106",), FixSafety.UNSAFE, lambda model, _: (plan_pin_memory_fix(model), [])),
 )
 FIXABLE_RULES = tuple(sorted({rule for fixer in FIXERS for rule in fixer.rules}))
 
@@ -170,6 +170,7 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         current,
         path,
         FileSettings(select=settings.select, capture_reachable=settings.capture_reachable),
+        confirm_fixes=False,
     )
     result.remaining = [d for d in report.diagnostics if d.fixable]
     return result
