@@ -114,17 +114,12 @@ def check_source(
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
             return report
-    analyse_text(text, path, settings, report)
-    if confirm_fixes and any(d.fixable for d in report.diagnostics):
-        started = time.perf_counter()
-        from offlint.fixing.availability import confirm_fix_availability
-
-        report.diagnostics = confirm_fix_availability(data, path, settings, report.diagnostics)
-        report.timings["fix availability"] = time.perf_counter() - started
-    return report
+    return analyse_text(text, path, settings, report, confirm_fixes=confirm_fixes)
 
 
-def analyse_text(text: str, path: str, settings: FileSettings, report: FileReport) -> FileReport:
+def analyse_text(
+    text: str, path: str, settings: FileSettings, report: FileReport, *, confirm_fixes: bool = True
+) -> FileReport:
     """Parse, model, run the selected rules, position the findings (the libcst stages)."""
     started = time.perf_counter()
     import libcst as cst
@@ -158,6 +153,12 @@ def analyse_text(text: str, path: str, settings: FileSettings, report: FileRepor
             started = time.perf_counter()
             report.diagnostics, report.suppressed = _diagnostics(path, text, module, findings)
             report.timings["position"] = time.perf_counter() - started
+        if confirm_fixes and any(d.fixable for d in report.diagnostics):
+            started = time.perf_counter()
+            from offlint.fixing.availability import confirm_fix_availability
+
+            report.diagnostics = confirm_fix_availability(model, settings, report.diagnostics)
+            report.timings["fix availability"] = time.perf_counter() - started
     except Exception as exc:  # one bad file never stops the run; internal errors are reported
         report.diagnostics = []
         report.errors.append(parse_error(path, exc))

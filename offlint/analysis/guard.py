@@ -20,7 +20,7 @@ from itertools import accumulate
 SCREEN_BYTES = 512_000  # files above this are always checked with CPython's parser
 SCREEN_LINE = 1_000  # so are files with a line this long
 SCREEN_BRACKETS = 50  # or with brackets nested this deep (counted naively, strings included)
-SCREEN_OPERATORS = 2_000  # or with this many operator characters / keywords (a chain needs them)
+SCREEN_OPERATORS = 5_000  # or with this many operator characters / keywords (a chain needs them)
 SCREEN_CHAIN = 300  # or this many `elif`s, or `and`/`or`s
 SCREEN_INDENT = 100  # or a line indented this far
 MAX_CHAIN = 1_000  # `a and b and ...` / `a < b < ...`: flat for CPython, recursive for libcst
