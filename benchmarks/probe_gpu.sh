@@ -25,6 +25,18 @@ timeout "${PROBE_TIMEOUT:-480}" "$python" -m offlint.probing --timeout 240 \
 probe_status=${PIPESTATUS[0]}
 echo "offlint probe exit status: $probe_status" | tee -a "$out/probe.log"
 
+# 1b. What `offlint fix` writes for the original (fixtures/golden/sglang_original/), probed as a
+#     user TARGET in the same heavy configuration: exit 0 = every check passed.
+golden_status=0
+for strategy in overlap inline; do
+  timeout "${GOLDEN_TIMEOUT:-150}" "$python" -m offlint.probing --timeout 120 \
+    "fixtures/golden/sglang_original/out_${strategy}.py" \
+    --output "$out/probe-fix-${strategy}.json" 2>&1 | tee -a "$out/probe-fix.log"
+  status=${PIPESTATUS[0]}
+  echo "offlint probe (fix --strategy ${strategy}) exit status: $status" | tee -a "$out/probe-fix.log"
+  [ "$status" -eq 0 ] || golden_status=$status
+done
+
 # 2. The GPU tests (small sizes). --noconftest: the GPU image has no libcst, and only the probe's
 #    tests are meant to run there.
 timeout "${TESTS_TIMEOUT:-300}" "$python" -m pytest tests/test_probe_gpu.py -q -p no:cacheprovider \
@@ -39,4 +51,4 @@ if [ "${PROBE_LIGHT:-0}" = 1 ]; then
     --no-compile --output "$out/probe-h200-light.json" 2>&1 | tee "$out/probe-light.log"
 fi
 
-[ "$probe_status" -eq 0 ] && [ "$tests_status" -eq 0 ]
+[ "$probe_status" -eq 0 ] && [ "$golden_status" -eq 0 ] && [ "$tests_status" -eq 0 ]

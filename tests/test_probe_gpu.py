@@ -88,7 +88,16 @@ def test_merged_inline_fix_captures_but_breaks_eager_and_copies_twice() -> None:
 
 
 @pytest.mark.parametrize(
-    "fixture", ["sglang_offloader_inline_fixed.py", "sglang_offloader_overlap.py"]
+    "fixture",
+    [
+        "sglang_offloader_inline_fixed.py",
+        "sglang_offloader_overlap.py",
+        # what `offlint fix` writes, from the original and from the merged upstream fix
+        "golden/sglang_original/out_overlap.py",
+        "golden/sglang_original/out_inline.py",
+        "golden/sglang_merged_inline/out_overlap.py",
+        "golden/sglang_merged_inline/out_inline.py",
+    ],
 )
 def test_correct_fixes_are_exact_everywhere_with_one_copy_per_weight(fixture: str) -> None:
     raw = _run(fixture)

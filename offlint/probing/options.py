@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,20 @@ class ProbeOptions:
         data = asdict(self)
         data["init_kwargs"] = dict(self.init_kwargs)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeOptions:
+        """The options of a recorded run (`to_json`'s output; keys it lacks keep defaults)."""
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        model = dict(values.pop("model", {}))
+        if "batch_sizes" in model:
+            model["batch_sizes"] = tuple(model["batch_sizes"])
+        for key in ("gpus", "scenarios"):
+            if key in values:
+                values[key] = tuple(values[key])
+        methods = MethodNames(**values.pop("methods", {}))
+        return cls(**values, model=ModelConfig(**model), methods=methods)
 
 
 # --- converters: each takes a CLI string or a TOML value and returns the typed value -----------

@@ -211,6 +211,8 @@ def detail_lines(scenario: dict[str, Any]) -> list[Text]:
         )
     for problem in evaluation.get("problems", []):
         lines.append(Text(f"  ✗ {problem}", style="red"))
+    for warning in evaluation.get("warnings", []):
+        lines.append(Text(f"  ! {warning}", style="yellow"))
     compile_result = raw.get("compile")
     if compile_result:
         if compile_result.get("ok"):
@@ -221,14 +223,12 @@ def detail_lines(scenario: dict[str, Any]) -> list[Text]:
             if source:
                 text += f" at {source['file']}:{source['line']} ({source['code']})"
             lines.append(Text(text, style="dim"))
+    # Every other phase's error already shows as a failed check, a problem or a warning.
     for entry in raw.get("phase_errors", []):
-        root = entry.get("root", {})
-        lines.append(
-            Text(
-                f"  phase {entry.get('phase')} raised {root.get('type')}: {root.get('message')}",
-                style="red",
-            )
-        )
+        if entry.get("phase") == "compile":
+            root = entry.get("root", {})
+            message = f"{root.get('type')}: {root.get('message')}"
+            lines.append(Text(f"  torch.compile check could not run: {message}", style="dim"))
     return lines
 
 

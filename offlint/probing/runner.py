@@ -206,6 +206,29 @@ def judge(
     return finish_document(scenarios, options)
 
 
+def rejudge(document: dict[str, Any]) -> dict[str, Any]:
+    """A recorded run judged again by this version's checks, from its measurements and its own
+    options and expectations; the date and environment stay the recording's."""
+    options = ProbeOptions.from_json(document["options"])
+    thresholds = Thresholds(options.tolerance, options.max_graph_slowdown)
+    scenarios = []
+    for scenario in document["scenarios"]:
+        expectation = Expectation.from_json(scenario.get("expectation"))
+        scenarios.append(
+            {
+                **scenario,
+                "evaluation": evaluate_scenario(scenario["raw"], thresholds, expectation),
+            }
+        )
+    judged = finish_document(scenarios, options)
+    return {
+        **document,
+        "scenarios": scenarios,
+        "comparisons": judged["comparisons"],
+        "exit_code": judged["exit_code"],
+    }
+
+
 def finish_document(scenarios: list[dict[str, Any]], options: ProbeOptions) -> dict[str, Any]:
     by_name = {scenario["name"]: scenario for scenario in scenarios}
     comparisons = []
