@@ -79,11 +79,22 @@ class FileFix:
         return self.fixed != self.original
 
 
-def result_problem(data: bytes, path: str) -> str | None:
-    """Why fixed bytes are unacceptable (they must parse and compile), or None."""
+def compiles(data: bytes, path: str) -> bool:
+    try:
+        compile(decode_source(data), path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, DecodeError):
+        return False
+    return True
+
+
+def result_problem(data: bytes, path: str, *, must_compile: bool = True) -> str | None:
+    """Why fixed bytes are unacceptable, or None. They must parse (libcst), and compile when the
+    original did: libcst accepts some code CPython refuses (a module-level `return`), and a fix
+    is not to blame for that."""
     try:
         cst.parse_module(data)
-        compile(decode_source(data), path, "exec", dont_inherit=True)
+        if must_compile:
+            compile(decode_source(data), path, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, DecodeError) as exc:
         return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return None
@@ -103,6 +114,7 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         return result
     fixers = [f for f in FIXERS if f.selected(settings.select)]
     dropped: set[str] = set()
+    original_compiles: bool | None = None  # asked only when a fixer produced something
     current = data
     for _round in range(MAX_ROUNDS):
         progressed = False
@@ -131,7 +143,9 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                 continue
             positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
             fixed = plan.apply(module).bytes
-            problem = result_problem(fixed, path)
+            if original_compiles is None:
+                original_compiles = compiles(data, path)
+            problem = result_problem(fixed, path, must_compile=original_compiles)
             if problem is not None:
                 result.errors.append(
                     FileError(
