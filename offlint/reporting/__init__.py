@@ -13,7 +13,6 @@ from pathlib import Path
 from offlint.catalogue import RuleSpec, load_catalogue
 from offlint.diagnostics import RunReport
 from offlint.reporting.concise import render_concise
-from offlint.reporting.full import render_full
 from offlint.reporting.github import render_github
 from offlint.reporting.json_format import render_json
 from offlint.reporting.sarif import render_sarif
@@ -49,6 +48,10 @@ def render(
     `color` only affects `full`; machine formats are never coloured.
     """
     if output_format == "full":
+        if not report.diagnostics:
+            return ""  # nothing to frame: spare the run rich's import (a cached run's main cost)
+        from offlint.reporting.full import render_full
+
         return render_full(report, root=root, color=color, show_fixes=show_fixes, sources=sources)
     if output_format == "concise":
         return render_concise(report, root=root, show_fixes=show_fixes)
