@@ -9,8 +9,8 @@ import libcst as cst
 
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
-from offlint.analysis.syntax import child_nodes
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CAPTURE_TESTS, CURRENT_STREAM, DEVICE_SYNCS
 
 
@@ -37,7 +37,7 @@ def is_stream(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) ->
 def mentions_capture_tag(expr: cst.BaseExpression) -> bool:
     """A test that looks at capture bookkeeping (`self._captured_in`, `capture_id == ...`,
     `self._ready_before_capture`): the author tracks where the event was recorded."""
-    for node in _walk(expr):
+    for node in walk(expr):
         name = dotted_name(node) if isinstance(node, cst.Name | cst.Attribute) else None
         if name is not None and "captur" in name.lower():
             return True
@@ -97,16 +97,6 @@ def is_parameter(fn: FunctionInfo, name: str) -> bool:
     return any(p.name.value == name for p in every)
 
 
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    out: list[cst.CSTNode] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        out.append(current)
-        stack.extend(child_nodes(current))
-    return out
-
-
 # ---------------------------------------------------------------- OFL2xx/OFL301 helpers
 
 
@@ -119,7 +109,7 @@ def mentions_capture_bookkeeping(model: ModuleModel, expr: cst.BaseExpression, f
     """A test that reads *persistent* capture bookkeeping - a `self.`/module attribute whose name
     mentions capture (`self._made_in_capture`, `self._capture_id`) - as opposed to a test of the
     current capture state (`is_current_stream_capturing()`, a local `capturing` flag)."""
-    for node in _walk(expr):
+    for node in walk(expr):
         if isinstance(node, cst.Call) and model.qualname(node.func) in CAPTURE_TESTS:
             continue
         if not isinstance(node, cst.Attribute):
@@ -136,7 +126,7 @@ def capture_bookkeeping_tests(model: ModuleModel, fn: FunctionInfo) -> list[cst.
     """Tests (`if`/`while`/ternary/`assert`) in a function that read persistent capture
     bookkeeping (see `mentions_capture_bookkeeping`)."""
     tests: list[cst.BaseExpression] = []
-    for node in _walk(fn.node.body):
+    for node in walk(fn.node.body):
         test: cst.BaseExpression | None = None
         if isinstance(node, cst.If | cst.While | cst.IfExp | cst.Assert):
             test = node.test
@@ -529,7 +519,7 @@ def mentions_capture_tag_strict(model: ModuleModel, expr: cst.BaseExpression, fn
     do not count (they decide the context instead)."""
     if mentions_capture_bookkeeping(model, expr, fn):
         return True
-    nodes = _walk(expr)
+    nodes = walk(expr)
     attr_names = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
     for node in nodes:
         if id(node) in attr_names:
@@ -572,3 +562,22 @@ def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
         ):
             return True
     return False
+
+
+def switches_stream(model: ModuleModel, scope: StreamScope) -> bool:
+    """Whether `with torch.cuda.stream(s)` really moves work to another stream: not
+    `stream(None)` (a no-op context), not a conditional that may be None, not
+    `stream(current_stream())`."""
+    stream = scope.stream
+    if isinstance(stream, cst.Name) and stream.value == "None":
+        return False
+    if isinstance(stream, cst.IfExp | cst.BooleanOperation):
+        return False
+    return not (isinstance(stream, cst.Call) and model.qualname(stream.func) in CURRENT_STREAM)
+
+
+def innermost_side_scope(model: ModuleModel, scopes: tuple[StreamScope, ...]) -> StreamScope | None:
+    """The innermost stream context around some code, when it really switches streams."""
+    if not scopes or not switches_stream(model, scopes[-1]):
+        return None
+    return scopes[-1]

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from offlint.analysis.facts import innermost_side_scope
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CURRENT_STREAM
 from offlint.fixing.edits import StatementPlan, statements
 from offlint.fixing.shape import contains, top_level_statements
@@ -55,7 +57,7 @@ def plan_record_stream_fix(model: ModuleModel) -> StatementPlan:
         arg = site.node.args[0].value
         if not (isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM):
             continue
-        scope = _real_side_scope(model, site.stream_scopes[-1])
+        scope = innermost_side_scope(model, site.stream_scopes)
         if scope is None:
             continue
         by_scope.setdefault(scope.node, []).append((site, site.function))
@@ -93,34 +95,14 @@ class _UseConsumerStream(cst.CSTTransformer):
         return updated_node
 
 
-def _real_side_scope(model: ModuleModel, scope: StreamScope) -> StreamScope | None:
-    stream = scope.stream
-    if isinstance(stream, cst.Name) and stream.value == "None":
-        return None
-    if isinstance(stream, cst.IfExp | cst.BooleanOperation):
-        return None
-    if isinstance(stream, cst.Call) and model.qualname(stream.func) in CURRENT_STREAM:
-        return None
-    return scope
-
-
 def _fresh_name(fn: FunctionInfo, wanted: str) -> str:
-    taken = {n.value for n in _walk(fn.node) if isinstance(n, cst.Name)}
+    taken = {n.value for n in walk(fn.node) if isinstance(n, cst.Name)}
     name = wanted
     counter = 1
     while name in taken:
         counter += 1
         name = f"{wanted}_{counter}"
     return name
-
-
-def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
-    out, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(node.children)
-    return out
 
 
 # ----------------------------------------------------------------------------- OFL106

@@ -24,6 +24,7 @@ import libcst as cst
 
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
 from offlint.fixing.edits import StatementPlan, leading_lines_of, statements
 from offlint.fixing.shape import (
@@ -202,36 +203,27 @@ def _local_names(fn: FunctionInfo) -> set[str]:
     return names
 
 
-def _walk(root: cst.CSTNode) -> list[cst.CSTNode]:
-    out, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(node.children)
-    return out
-
-
 def _free_names(expr: cst.BaseExpression) -> set[str]:
     """Names an expression reads (attribute names and keyword names excluded)."""
     found: set[str] = set()
     skip: set[int] = set()
-    for node in _walk(expr):
+    for node in walk(expr):
         if isinstance(node, cst.Attribute):
             skip.add(id(node.attr))
         if isinstance(node, cst.Arg) and node.keyword is not None:
             skip.add(id(node.keyword))
         if isinstance(node, cst.CompFor):
-            for target in _walk(node.target):
+            for target in walk(node.target):
                 if isinstance(target, cst.Name):
                     skip.add(id(target))
     bound_in_comprehensions = {
         n.value
-        for node in _walk(expr)
+        for node in walk(expr)
         if isinstance(node, cst.CompFor)
-        for n in _walk(node.target)
+        for n in walk(node.target)
         if isinstance(n, cst.Name)
     }
-    for node in _walk(expr):
+    for node in walk(expr):
         if (
             isinstance(node, cst.Name)
             and id(node) not in skip

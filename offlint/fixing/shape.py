@@ -28,6 +28,7 @@ import libcst as cst
 from offlint.analysis.facts import guarded_by_capture_tag
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, ClassInfo, Context, FunctionInfo, ModuleModel
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
 
 
@@ -140,7 +141,7 @@ def _ends_with_return(block: cst.BaseSuite) -> bool:
 
 def _stores_made_value(branch: cst.If, attr: str) -> bool:
     """The branch assigns something other than None to `self.<attr>`."""
-    for node in _walk(branch):
+    for node in walk(branch):
         if (
             isinstance(node, cst.Assign)
             and any(self_attribute(t.target) == attr for t in node.targets)
@@ -148,14 +149,6 @@ def _stores_made_value(branch: cst.If, attr: str) -> bool:
         ):
             return True
     return False
-
-
-def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
 
 
 def _producer_parts(
@@ -329,7 +322,7 @@ def _targets(small: cst.BaseSmallStatement) -> list[cst.BaseExpression]:
 
 
 def _mentions_attr(expr: cst.CSTNode, attr: str) -> bool:
-    return any(isinstance(n, cst.Attribute) and self_attribute(n) == attr for n in _walk(expr))
+    return any(isinstance(n, cst.Attribute) and self_attribute(n) == attr for n in walk(expr))
 
 
 def _hazards(shape: OffloaderShape, wait: CallSite) -> list[tuple[str, str]]:

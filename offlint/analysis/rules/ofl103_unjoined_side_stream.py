@@ -15,6 +15,7 @@ from offlint.analysis.facts import (
 )
 from offlint.analysis.model import FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import child_nodes
 
 
 def _returns_recorded_event(fn: FunctionInfo, order: int) -> bool:
@@ -42,7 +43,7 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
         current = stack.pop()
         if isinstance(current, cst.Name):
             out.append(current)
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
     return out
 
 

@@ -10,6 +10,7 @@ from offlint.analysis.facts import is_event, is_parameter, local_name, storage_o
 from offlint.analysis.kinds import is_true, keyword
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS, EVENT_HOST_METHODS
 
 
@@ -132,10 +133,10 @@ class CapturedEventQuery(Rule):
 
 
 def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = list(node.children)
+    stack = list(child_nodes(node))
     while stack:
         current = stack.pop()
         if isinstance(current, cst.FunctionDef | cst.Lambda):
             continue
         yield current
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))

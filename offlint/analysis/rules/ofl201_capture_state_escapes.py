@@ -15,6 +15,7 @@ from offlint.analysis.facts import called_function, capture_bookkeeping_tests
 from offlint.analysis.kinds import Kind, self_attribute
 from offlint.analysis.model import Assignment, ClassInfo, Context, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule
+from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
     COMPILING_TESTS,
@@ -133,7 +134,7 @@ def _attribute_reads(expr: cst.BaseExpression) -> Iterator[tuple[cst.Attribute, 
             if attr is not None:
                 yield node, attr
                 continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(child_nodes(node)))
 
 
 def _remade_before(model: ModuleModel, fn: FunctionInfo, attr: str, order: int) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from offlint.analysis.facts import innermost_side_scope
 from offlint.analysis.model import Assignment, CallSite, FunctionInfo, ModuleModel, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.torch_api import CURRENT_STREAM
@@ -37,7 +38,7 @@ class RecordStreamOnAllocatingStream(Rule):
     ) -> StreamScope | None:
         """The side-stream scope in which `arg` - the current stream - was evaluated."""
         if isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM:
-            return _innermost_side_scope(model, site.stream_scopes)
+            return innermost_side_scope(model, site.stream_scopes)
         if isinstance(arg, cst.Name):
             binding = _last_binding(site.function, arg.value, site.order)
             if (
@@ -45,27 +46,8 @@ class RecordStreamOnAllocatingStream(Rule):
                 and isinstance(binding.value, cst.Call)
                 and model.qualname(binding.value.func) in CURRENT_STREAM
             ):
-                return _innermost_side_scope(model, binding.stream_scopes)
+                return innermost_side_scope(model, binding.stream_scopes)
         return None
-
-
-def _innermost_side_scope(
-    model: ModuleModel, scopes: tuple[StreamScope, ...]
-) -> StreamScope | None:
-    """The innermost `with torch.cuda.stream(s)` that really switches streams: not
-    `stream(None)` (a no-op context), not a conditional that may be None, not
-    `stream(current_stream())`."""
-    if not scopes:
-        return None
-    scope = scopes[-1]
-    stream = scope.stream
-    if isinstance(stream, cst.Name) and stream.value == "None":
-        return None
-    if isinstance(stream, cst.IfExp | cst.BooleanOperation):
-        return None
-    if isinstance(stream, cst.Call) and model.qualname(stream.func) in CURRENT_STREAM:
-        return None
-    return scope
 
 
 def _last_binding(fn: FunctionInfo, name: str, before: int) -> Assignment | None:

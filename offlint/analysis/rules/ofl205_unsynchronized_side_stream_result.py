@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from offlint.analysis.facts import called_function
+from offlint.analysis.facts import called_function, switches_stream
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
     ALLOCATORS,
     CAPTURE_TESTS,
@@ -186,11 +187,7 @@ def _side_scope(
         return None
     scope = scopes[-1]
     stream = scope.stream
-    if isinstance(stream, cst.Name) and stream.value == "None":
-        return None
-    if isinstance(stream, cst.IfExp | cst.BooleanOperation):
-        return None
-    if isinstance(stream, cst.Call) and model.qualname(stream.func) in CURRENT_STREAM:
+    if not switches_stream(model, scope):
         return None
     if isinstance(stream, cst.Name):
         for assign in fn.assignments:
@@ -282,7 +279,7 @@ def _binary_operand(expr: cst.BaseExpression, key: str) -> cst.CSTNode | None:
             for side in (node.left, node.right):
                 if _matches(side, key):
                     return side
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return None
 
 
@@ -292,5 +289,5 @@ def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
         current = stack.pop()
         if current is node:
             return True
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
     return False

@@ -10,6 +10,7 @@ import libcst as cst
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ClassInfo, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
     COMPILE_DECORATORS,
@@ -66,7 +67,7 @@ def _classes_in(model: ModuleModel, value: cst.BaseExpression) -> list[ClassInfo
             and node.func.value in by_name
         ):
             found.append(by_name[node.func.value])
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return found
 
 
@@ -122,7 +123,7 @@ def _compile_calls(model: ModuleModel) -> Iterator[tuple[FunctionInfo | None, cs
                 node = stack.pop()
                 if isinstance(node, cst.Call) and model.qualname(node.func) in COMPILE_DECORATORS:
                     yield None, node
-                stack.extend(node.children)
+                stack.extend(child_nodes(node))
 
 
 def _assigned_values(
@@ -240,6 +241,6 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        for child in current.children:
+        for child in child_nodes(current):
             if not isinstance(child, cst.FunctionDef | cst.ClassDef | cst.Lambda):
                 stack.append(child)
