@@ -20,7 +20,7 @@ from offlint.fixing.edits import StatementPlan
 from offlint.fixing.writes import write_if_unchanged
 
 ROOT = Path(__file__).resolve().parent.parent
-ORIGINAL = ROOT / "fixtures" / "golden" / "sglang_original" / "in.py"
+ORIGINAL = ROOT / "fixtures" / "sglang_offloader_original.py"
 RECORD_STREAM = ROOT / "fixtures" / "golden" / "record_stream" / "in.py"
 
 
