@@ -560,7 +560,7 @@ def test_recorded_run_meets_the_issue(recorded: dict[str, Any]) -> None:
     assert original["root"]["cuda_code"] == 905
     assert original["chain"][0]["cuda_code"] == 901
     assert original["source"]["file"].endswith("sglang_offloader_original.py")
-    assert original["source"]["code"] == "self._load_event.wait()"
+    assert original["source"]["code"].split("#")[0].strip() == "self._load_event.wait()"
     for name in ("inline", "overlap"):
         steps = scenarios[name]["raw"]["steps"]
         assert scenarios[name]["raw"]["capture"]["ok"]

@@ -65,7 +65,7 @@ def test_original_fails_capture_with_905_at_the_users_wait() -> None:
     assert error["chain"][0]["cuda_code"] == 901  # what PyTorch surfaces
     assert Path(error["source"]["file"]).name == "sglang_offloader_original.py"
     assert error["source"]["function"] == "wait_and_get_device_tensors"
-    assert error["source"]["code"] == "self._load_event.wait()"
+    assert error["source"]["code"].split("#")[0].strip() == "self._load_event.wait()"
     assert raw["phases"]["replay"] == "skipped: capture failed"
 
 
