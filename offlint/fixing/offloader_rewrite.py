@@ -43,6 +43,8 @@ STRATEGIES = (AUTO, OVERLAP, INLINE)
 REWRITE_RULES = ("OFL101", "OFL102", "OFL103", "OFL201", "OFL202")
 _PLACEHOLDER = "__offlint_placeholder__"
 _FORWARD_START_HOOK = "_on_forward_start"
+_JOIN_METHOD = "join_pending_copies"
+_JOIN_HELPER = "join_offloader_copies"
 
 
 def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan, list[str]]:
@@ -59,6 +61,10 @@ def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan
             missing = _overlap_missing(shape)
             if not missing:
                 _plan_overlap(model, shape, plan, spelling)
+                used.append(OVERLAP)
+                continue
+            if not _join_missing(model, shape):
+                plan.notes.append(_plan_join(model, shape, plan, spelling, missing))
                 used.append(OVERLAP)
                 continue
             plan.notes.append(
@@ -252,16 +258,17 @@ def _overlap_missing(shape: OffloaderShape) -> str:
     return ""
 
 
-def _plan_overlap(
-    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: _CaptureTestSpelling
+def _plan_tagged_wait(
+    shape: OffloaderShape,
+    plan: StatementPlan,
+    capturing: str,
+    if_comment: str,
+    else_comment: str,
 ) -> None:
-    capturing = spelling.text
+    """Tag the load event with the capture state it was recorded in; the consumer waits on it
+    only from the same side of the capture boundary and otherwise copies now."""
     event = f"self.{shape.event_attr}"
     tag = f"self.{shape.tag_attr}"
-    _strip_capture_branches(
-        shape, plan, "the primed prefetch never carries a copy across a capture boundary"
-    )
-
     plan.insert_after(
         shape.fork_with,
         statements(
@@ -290,12 +297,10 @@ def _plan_overlap(
     consumer_text = (
         f"{capturing_local} = {capturing}\n"
         f"if {event} is not None and {tag} == {capturing_local}:\n"
-        "    # Issued by this forward, on this side of any capture boundary: inside a capture this\n"
-        "    # joins a fork of the same capture.\n"
+        "    # " + if_comment.replace("\n", "\n    ") + "\n"
         f"    {_PLACEHOLDER}()\n"
         "else:\n"
-        "    # Nothing of this forward is pending (the forward-start hook did not run, or the copy\n"
-        "    # was issued across a capture boundary): copy now, forked and joined in this call.\n"
+        "    # " + else_comment.replace("\n", "\n    ") + "\n"
         f"    self.{shape.producer.name}()\n"
         f"    {_PLACEHOLDER}()\n"
     ) + "".join(f"{_PLACEHOLDER}()\n" for _ in moved_asserts)
@@ -308,6 +313,25 @@ def _plan_overlap(
     )
     plan.replace(
         shape.wait_statement, None, ("OFL101",), "the wait moves into the capture-tag check"
+    )
+
+
+def _plan_overlap(
+    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: _CaptureTestSpelling
+) -> None:
+    capturing = spelling.text
+    _strip_capture_branches(
+        shape, plan, "the primed prefetch never carries a copy across a capture boundary"
+    )
+
+    _plan_tagged_wait(
+        shape,
+        plan,
+        capturing,
+        "Issued by this forward, on this side of any capture boundary: inside a capture this\n"
+        "# joins a fork of the same capture.",
+        "Nothing of this forward is pending (the forward-start hook did not run, or the copy\n"
+        "# was issued across a capture boundary): copy now, forked and joined in this call.",
     )
 
     for wrap in shape.wrap_arounds:
@@ -384,6 +408,129 @@ def _plan_overlap(
         ),
         ("OFL101", "OFL103"),
         "register the forward-start hook on the first module",
+    )
+
+
+# ----------------------------------------------------------------------------- end-of-forward join
+
+
+def _top_level_of(
+    model: ModuleModel, fn: FunctionInfo
+) -> tuple[FunctionInfo, cst.BaseStatement | None]:
+    """The outermost function around `fn` and the module-level statement holding it."""
+    outer = fn
+    while outer.parent is not None:
+        outer = outer.parent
+    node: cst.CSTNode = outer.node if outer.cls is None else outer.cls.node
+    return outer, next((s for s in model.module.body if s is node), None)
+
+
+def _join_missing(model: ModuleModel, shape: OffloaderShape) -> str:
+    if shape.offload is None:  # a tag left set by one capture would be trusted in the next
+        return f"no method of {shape.cls.name} drops `self.{shape.tensors_attr}` after use"
+    if not shape.wrap_arounds:
+        return "no wrap-around prefetch to keep"
+    if _top_level_of(model, shape.wrap_arounds[0].function)[1] is None:
+        return "the wrap-around prefetch is not in a module-level function or class"
+    return ""
+
+
+def _plan_join(
+    model: ModuleModel,
+    shape: OffloaderShape,
+    plan: StatementPlan,
+    spelling: _CaptureTestSpelling,
+    missing: str,
+) -> str:
+    """Overlap without a forward-start hook (vLLM's shape): the wrap-around prefetch stays for
+    eager forwards, the consumer waits only on a copy issued on its side of the capture boundary
+    (else copies now), and an end-of-forward join the engine calls leaves no fork of a capture
+    unjoined. Returns the note saying where the join must be called."""
+    capturing = spelling.text
+    event = f"self.{shape.event_attr}"
+    tag = f"self.{shape.tag_attr}"
+    _strip_capture_branches(
+        shape, plan, "replaced by the capture tag of the load event and an end-of-forward join"
+    )
+    _plan_tagged_wait(
+        shape,
+        plan,
+        capturing,
+        "Issued on this side of any capture boundary (eagerly: maybe by the previous forward's\n"
+        "# wrap-around prefetch): inside a capture this joins a fork of the same capture.",
+        "Nothing pending on this side of any capture boundary (nothing prefetched, or the copy\n"
+        "# was issued before this capture began or in a capture that has ended): copy now,\n"
+        "# forked and joined in this call.",
+    )
+
+    for wrap in shape.wrap_arounds:
+        ahead = model.module.code_for_node(wrap.ahead.with_changes(lpar=[], rpar=[]))
+        bound = model.module.code_for_node(wrap.bound)
+        new = statements(
+            "# The wrap-around prefetch (for the next forward) runs only eagerly: inside a capture\n"
+            "# it would be a second copy per replay that no replay uses (a captured forward copies\n"
+            "# its first modules itself).\n"
+            f"if (\n    {ahead} < {bound}\n    or not {capturing}\n):\n"
+            f"    {_PLACEHOLDER}()\n"
+        )
+        new = _substitute(new, [wrap.line.with_changes(leading_lines=[])])
+        plan.replace(
+            wrap.line, None, ("OFL103", "OFL101"), "no wrap-around prefetch while capturing"
+        )
+        plan.insert_before(
+            wrap.line, new, ("OFL103", "OFL101"), "keep the wrap-around prefetch for eager forwards"
+        )
+
+    method = _JOIN_METHOD if _JOIN_METHOD not in shape.cls.methods else f"_offlint_{_JOIN_METHOD}"
+    local = "capturing"
+    join = statements(
+        f"def {method}(self) -> None:\n"
+        "    # End-of-forward join (the engine calls it through the module-level helper after every\n"
+        "    # forward). While capturing, join the copy this offloader still has pending from the\n"
+        "    # capture (prefetched but not used), so that no fork is left unjoined when the capture\n"
+        "    # ends. Eagerly there is nothing to join: a pending copy is waited on by the module\n"
+        "    # that uses it, and an event last recorded in a capture is never waited on eagerly.\n"
+        f"    {local} = {capturing}\n"
+        f"    if {local} and {event} is not None and {tag}:\n"
+        f"        {event}.wait()\n"
+    )
+    join[0] = join[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    plan.insert_after(
+        shape.consumer.node, join, ("OFL103",), "add a capture-aware end-of-forward join"
+    )
+
+    wrap = shape.wrap_arounds[0]
+    outer, top = _top_level_of(model, wrap.function)
+    assert top is not None
+    taken = set(model.module_functions) | {
+        s.name.value for s in model.module.body if isinstance(s, cst.ClassDef | cst.FunctionDef)
+    }
+    helper = _JOIN_HELPER if _JOIN_HELPER not in taken else f"offlint_{_JOIN_HELPER}"
+    sequence = model.module.code_for_node(wrap.sequence)
+    param = sequence if sequence.isidentifier() else "offloaders"
+    where = outer.qualname
+    text = (
+        f"def {helper}({param}) -> None:\n"
+        '    """End-of-forward join of the offloaders given to\n'
+        f"    `{where}`: call it at the end of every forward, inside the region\n"
+        "    CUDA graphs capture, so that no copy forked in a capture is left unjoined when the\n"
+        '    capture ends."""\n'
+        f"    for offloader in {param}:\n"
+        f"        offloader.{method}()\n"
+    )
+    helper_def = statements(text)
+    helper_def[0] = helper_def[0].with_changes(
+        leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)]
+    )
+    plan.insert_after(top, helper_def, ("OFL103",), "add the end-of-forward join helper")
+    return (
+        f"{shape.cls.name}: no forward-start hook can be placed in this module ({missing}); the "
+        "overlap strategy fell back to the end-of-forward join. The engine must call "
+        f"`{helper}({param})` (added after `{where}` in this module) at the end of every forward, "
+        f"with the list it passes to `{where}` as `{param}`: in the model's forward after the last "
+        "layer ran and before it returns, inside the region CUDA graphs capture. For full overlap "
+        f"inside graphs, issue the first `{shape.producer.name}` copies from a forward pre-hook "
+        "on the model's first module instead and drop the wrap-around prefetch"
     )
 
 
