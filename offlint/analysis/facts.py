@@ -380,20 +380,37 @@ def forked_before(model: ModuleModel, fn: FunctionInfo, key: str, order: int) ->
     def forks(site: CallSite) -> bool:
         return fork_key(model, site) == key
 
+    return _in_this_call(
+        model, fn, key, order, forks, before=True, also=lambda site: _handed_to_helper(model, site, key)
+    )
+
+
+def _in_this_call(
+    model: ModuleModel,
+    fn: FunctionInfo,
+    key: str,
+    order: int,
+    test: Callable[[CallSite], bool],
+    *,
+    before: bool,
+    also: Callable[[CallSite], bool] | None = None,
+) -> bool:
+    """`test` holds for a call site of this call before (or after) `order`: here, in a
+    same-module function called then, or in a same-module caller before (after) it calls us."""
     for site in fn.calls:
-        if site.order >= order:
+        if (site.order >= order) if before else (site.order <= order):
             continue
-        if forks(site) or _handed_to_helper(model, site, key):
+        if test(site) or (also is not None and also(site)):
             return True
         target = model._called_function(site.node, fn)
         if (
             target is not None
             and target is not fn
             and _carries_key(fn, target, key)
-            and _anywhere(model, target, key, forks, set())
+            and _anywhere(model, target, key, test, set())
         ):
             return True
-    return _entered_after(model, fn, key, forks, set(), before=True)
+    return _entered_after(model, fn, key, test, set(), before=before)
 
 
 # calls that take a stream argument without forking it
@@ -473,20 +490,7 @@ def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int) -> 
     def joins(site: CallSite) -> bool:
         return is_join_of(model, site, key)
 
-    for site in fn.calls:
-        if site.order <= order:
-            continue
-        if joins(site):
-            return True
-        target = model._called_function(site.node, fn)
-        if (
-            target is not None
-            and target is not fn
-            and _carries_key(fn, target, key)
-            and _anywhere(model, target, key, joins, set())
-        ):
-            return True
-    return _entered_after(model, fn, key, joins, set(), before=False)
+    return _in_this_call(model, fn, key, order, joins, before=False)
 
 
 def capture_aware_joins(model: ModuleModel) -> list[FunctionInfo]:
