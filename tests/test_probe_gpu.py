@@ -76,6 +76,18 @@ def test_the_engine_hooks_drive_a_module_offloader_into_the_same_905() -> None:
     assert raw["capture"]["error"]["root"]["cuda_code"] == 905
 
 
+@pytest.mark.parametrize("strategy", ["overlap", "inline"])
+def test_fix_outputs_without_an_owner_are_exact_under_the_engine_hooks(strategy: str) -> None:
+    """`offlint fix` on a module with no owner class (the end-of-forward-join fallback for
+    overlap), driven as a per-module offloader the way the graph runner drives SGLang's."""
+    raw = _run(f"golden/module_offloader_no_owner/out_{strategy}.py", attr="_ModuleOffloader")
+    assert raw["target_shape"] == "module-offloader"
+    assert raw["capture"]["ok"], raw["capture"]
+    for phase in ("eager", "eager_after_capture", "replay"):
+        steps = _steps(raw, phase)
+        assert steps and all(step["exact"] for step in steps), (phase, steps)
+
+
 def test_merged_inline_fix_captures_but_breaks_eager_and_copies_twice() -> None:
     raw = _run("sglang_offloader_inline.py")
     assert raw["capture"]["ok"]
