@@ -218,6 +218,18 @@ def test_a_module_offloader_is_recognised_with_default_names() -> None:
         "wait_and_get_device_tensors",
         "offload",
     )
+    assert target.methods.join is None  # the original has no end-of-forward join
+
+
+def test_the_end_of_forward_join_that_fix_writes_is_found_and_can_be_named() -> None:
+    fixed = FIXTURES / "golden/module_offloader_no_owner/out_overlap.py"
+    target = load_target(f"{fixed}:_ModuleOffloader")
+    assert target.shape == MODULE_OFFLOADER
+    assert target.methods.join == "join_pending_copies"
+    named = load_target(f"{fixed}:_ModuleOffloader", MethodNames(join="offload"))
+    assert named.methods.join == "offload"
+    with pytest.raises(ProbeUsageError, match="has no method 'join_all'"):
+        load_target(f"{fixed}:_ModuleOffloader", MethodNames(join="join_all"))
 
 
 def test_module_attr_form_and_custom_method_names(monkeypatch: pytest.MonkeyPatch) -> None:

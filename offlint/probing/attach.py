@@ -6,7 +6,9 @@ module offloader (SGLang's `_ModuleOffloader` shape) gets the hooks SGLang's `Of
 installs around it: the offloaded module's `forward` is replaced by one that waits for its
 weights, runs `functional_call` with them, then prefetches the offloaded module `prefetch`
 ahead with wrap-around (`(index + prefetch) % n`) and releases its own; `post_init` prefetches
-the first `prefetch`.
+the first `prefetch`. A module offloader with an end-of-forward join (what `offlint fix` writes
+when no class owns the modules) has it called on every offloader after each model forward, as
+the fix's note asks of the engine.
 """
 
 from __future__ import annotations
@@ -125,7 +127,20 @@ def _attach_module_offloaders(
             getattr(offloader, methods.post_init)()
     for offloader in offloaders[: config.prefetch]:
         getattr(offloader, methods.prefetch)()
+    if methods.join is not None:
+        _join_after_every_forward(model, offloaders, methods.join)
     return Attached(offloaders, _repr_args(kwargs))
+
+
+def _join_after_every_forward(model: nn.Module, offloaders: list[Any], join_method: str) -> None:
+    """The engine's side of the end-of-forward join: after each forward of the whole model, inside
+    whatever is being captured, every offloader joins the copies it still has pending."""
+
+    def join(module: nn.Module, args: Any, output: Any) -> None:
+        for offloader in offloaders:
+            getattr(offloader, join_method)()
+
+    model.register_forward_hook(join)
 
 
 def _hook_like_sglang(

@@ -40,6 +40,7 @@ _OPTION_KEYS = {
     "prefetch_method": "prefetch-method",
     "wait_method": "wait-method",
     "release_method": "release-method",
+    "join_method": "join-method",
     "init_arg": "init-kwargs",
     "timeout": "timeout",
     "seed": "seed",
@@ -144,6 +145,11 @@ _OPTION_KEYS = {
     "--wait-method", help="Module offloader's wait (default wait_and_get_device_tensors)."
 )
 @click.option("--release-method", help="Module offloader's release (default offload).")
+@click.option(
+    "--join-method",
+    help="Module offloader's end-of-forward join, called on every offloader after each forward "
+    "(default join_pending_copies, what `offlint fix` writes when no class owns the modules).",
+)
 @click.option(
     "--init-arg",
     multiple=True,

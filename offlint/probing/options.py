@@ -42,6 +42,7 @@ class MethodNames:
     prefetch: str | None = None
     wait: str | None = None
     release: str | None = None
+    join: str | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "prefetch-method": _identifier,
     "wait-method": _identifier,
     "release-method": _identifier,
+    "join-method": _identifier,
     "init-kwargs": _init_kwargs,
     "timeout": _positive_float,
     "seed": _non_negative_int,
@@ -359,6 +361,7 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
             prefetch=merged.get("prefetch-method"),
             wait=merged.get("wait-method"),
             release=merged.get("release-method"),
+            join=merged.get("join-method"),
         ),
         init_kwargs=merged.get("init-kwargs", {}),
         timeout_s=merged.get("timeout", defaults.timeout_s),

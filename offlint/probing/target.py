@@ -6,7 +6,8 @@ TARGET is `path/to/file.py[:Class]` or `package.module[:Class]`. Two shapes are 
   `post_init()`, and installs its own hooks. The probe constructs it and calls those two.
 - a *module offloader* (SGLang's `_ModuleOffloader`): one instance per offloaded module, with a
   prefetch (`start_onload`) and a wait (`wait_and_get_device_tensors`) method, and usually a
-  release (`offload`). The probe installs the hooks an inference engine installs around it.
+  release (`offload`), and, once `offlint fix` gave it one, an end-of-forward join
+  (`join_pending_copies`). The probe installs the hooks an inference engine installs around it.
 
 The class is used as it is: never copied, never patched. Every problem here is a
 `ProbeUsageError` (exit 2) with one line that says what to change.
@@ -32,6 +33,9 @@ POST_INIT_NAMES = ("post_init",)
 PREFETCH_NAMES = ("start_onload", "start_prefetch", "prefetch", "onload")
 WAIT_NAMES = ("wait_and_get_device_tensors", "wait_and_get", "get_device_tensors", "wait")
 RELEASE_NAMES = ("offload", "release")
+# The end-of-forward join `offlint fix --strategy overlap` writes when no class owns the module
+# list (vLLM's shape): the engine calls it on every offloader after each forward.
+JOIN_NAMES = ("join_pending_copies", "_offlint_join_pending_copies")
 
 ORCHESTRATOR = "orchestrator"
 MODULE_OFFLOADER = "module-offloader"
@@ -44,6 +48,7 @@ class ResolvedMethods:
     prefetch: str | None
     wait: str | None
     release: str | None
+    join: str | None
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,8 @@ def resolve_shape(cls: type, names: MethodNames) -> tuple[str, ResolvedMethods] 
     prefetch = _pick(cls, names.prefetch, PREFETCH_NAMES, "--prefetch-method")
     wait = _pick(cls, names.wait, WAIT_NAMES, "--wait-method")
     release = _pick(cls, names.release, RELEASE_NAMES, "--release-method")
-    methods = ResolvedMethods(wrap, post_init, prefetch, wait, release)
+    join = _pick(cls, names.join, JOIN_NAMES, "--join-method")
+    methods = ResolvedMethods(wrap, post_init, prefetch, wait, release, join)
     if wrap is not None:
         return ORCHESTRATOR, methods
     if prefetch is not None and wait is not None:
