@@ -28,6 +28,8 @@ ALL = "*"
 _DIRECTIVE = re.compile(
     r"#\s*offlint:\s*(?P<kind>ignore|file-ignore)\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE
 )
+# every directive holds one of these words (in a comment); a file without them has none
+_ANY_DIRECTIVE = re.compile(r"offlint\s*:|noqa", re.IGNORECASE)
 _NOQA = re.compile(r"#\s*noqa\b(?::\s*(?P<codes>[A-Z]+\d+(?:[\s,]+[A-Z]+\d+)*))?", re.IGNORECASE)
 
 
@@ -62,6 +64,8 @@ class Suppressions:
 def scan_comments(source: str) -> Suppressions:
     """Find every directive; own-line ones stay pending until statements are known."""
     found = Suppressions()
+    if _ANY_DIRECTIVE.search(source) is None:
+        return found  # tokenizing costs more than the rest of positioning: only when needed
     file_codes: set[str] = set()
     previous_end_line = 0
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)

@@ -311,13 +311,13 @@ def test_internal_error_is_reported_not_raised(tmp_path: Path, monkeypatch: pyte
     rule = all_rules()["OFL105"]
 
     def explode(self, model):
-        if "boom" in model.module.code:
+        if "boom" in model.module_functions:
             raise ValueError("rule exploded\nsecond line")
         yield from original(self, model)
 
     original = rule.find
     monkeypatch.setattr(rule, "find", explode)
-    (tmp_path / "boom.py").write_text(OFFLOADER + "# boom\n")
+    (tmp_path / "boom.py").write_text(OFFLOADER + "\n\ndef boom():\n    pass\n")
     (tmp_path / "good.py").write_text(OFFLOADER)
     monkeypatch.chdir(tmp_path)
     code, out = _run_cli(["check", "--no-cache", "-j", "1", "--output-format", "concise", "."])

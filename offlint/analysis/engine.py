@@ -9,21 +9,26 @@ a tree with no candidate) never pays for the import.
 
 from __future__ import annotations
 
+import ast
+import gc
 import io
 import time
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from offlint.analysis.guard import nesting_problem
+from offlint.analysis.guard import DEPTH_MESSAGES, nesting_problem
 from offlint.analysis.prefilter import plan_for
 from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, Location
 
 if TYPE_CHECKING:
     import libcst as cst
 
+    from offlint.analysis.model import ModuleModel
     from offlint.analysis.rule import Finding, Rule
+    from offlint.analysis.skeleton import Skeleton
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,17 @@ class FileSettings:
     select: frozenset[str]
     capture_reachable: tuple[str, ...] = ()
     extra_tokens: tuple[str, ...] = field(default=())
+    # "skeleton" (CPython's parser, libcst node types) or "libcst" (the reference); see analyse_text
+    front_end: str = "skeleton"
 
     def key(self) -> str:
         return "|".join(
-            [",".join(sorted(self.select)), ",".join(self.capture_reachable), ",".join(self.extra_tokens)]
+            [
+                ",".join(sorted(self.select)),
+                ",".join(self.capture_reachable),
+                ",".join(self.extra_tokens),
+                self.front_end,
+            ]
         )
 
 
@@ -114,22 +126,212 @@ def check_source(
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
             return report
-    return analyse_text(text, path, settings, report, confirm_fixes=confirm_fixes)
+    return analyse_text(
+        text, path, settings, report, confirm_fixes=confirm_fixes, front_end=settings.front_end
+    )
 
 
 def analyse_text(
-    text: str, path: str, settings: FileSettings, report: FileReport, *, confirm_fixes: bool = True
+    text: str,
+    path: str,
+    settings: FileSettings,
+    report: FileReport,
+    *,
+    confirm_fixes: bool = True,
+    front_end: str = "skeleton",
 ) -> FileReport:
-    """Parse, model, run the selected rules, position the findings (the libcst stages)."""
+    """Parse, model, run the selected rules, position the findings.
+
+    `front_end="skeleton"` (what `check` uses): CPython's parser and a libcst-typed skeleton
+    (`skeleton.py`); libcst itself parses only files with fixable findings, to confirm the fix.
+    A file CPython cannot parse (a syntax error, syntax newer than this Python) or that the
+    skeleton cannot answer for takes the libcst path, which is the reference (`"libcst"`).
+    """
+    rules = selected_rules(settings.select)
+    if not rules:
+        return report
+    with _gc_paused():
+        return _analyse(text, path, settings, rules, report, confirm_fixes, front_end)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while one file is analysed. Parsing makes hundreds of thousands
+    of objects, and each allocation-triggered collection walks all the live ones: that was 45% of
+    the parse and skeleton time. The trees are acyclic (freed by reference counting); the few
+    cycles of the model are collected once collection resumes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyse(
+    text: str,
+    path: str,
+    settings: FileSettings,
+    rules: list[Rule],
+    report: FileReport,
+    confirm_fixes: bool,
+    front_end: str,
+) -> FileReport:
+    if front_end == "skeleton":
+        started = time.perf_counter()
+        tree, problem = parse_with_cpython(text)
+        report.timings["parse"] = time.perf_counter() - started
+        if problem is not None:
+            report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
+            return report
+        if tree is not None:
+            from offlint.analysis.skeleton import SkeletonGap, TooLongChain
+
+            try:
+                return _analyse_skeleton(text, tree, path, settings, rules, report, confirm_fixes)
+            except TooLongChain as exc:
+                report.diagnostics, report.suppressed = [], 0
+                report.errors.append(FileError(path, ErrorKind.TOO_DEEP, str(exc)))
+                return report
+            except (SkeletonGap, RecursionError):
+                report.diagnostics, report.suppressed = [], 0  # the libcst path decides
+            except Exception as exc:  # one bad file never stops the run
+                report.diagnostics = []
+                report.errors.append(parse_error(path, exc))
+                return report
+    return _analyse_libcst(text, path, settings, rules, report, confirm_fixes)
+
+
+def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
+    """(tree, None), or (None, reason) for code nested too deeply to analyse, or (None, None)
+    when CPython cannot parse the text (libcst then reports the syntax error)."""
+    try:
+        tree = cast(ast.Module, compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
+    except (RecursionError, MemoryError):
+        return None, "code is nested too deeply for Python to parse"
+    except SyntaxError as exc:
+        message = str(exc.msg)
+        if any(m in message for m in DEPTH_MESSAGES):
+            return None, f"code is nested too deeply to parse ({message})"
+        return None, None
+    except (ValueError, OverflowError):
+        return None, None
+    return tree, None
+
+
+def _analyse_skeleton(
+    text: str,
+    tree: ast.Module,
+    path: str,
+    settings: FileSettings,
+    rules: list[Rule],
+    report: FileReport,
+    confirm_fixes: bool,
+) -> FileReport:
+    from offlint.analysis.model import ModelOptions, ModuleModel
+    from offlint.analysis.skeleton import build_skeleton
+
     started = time.perf_counter()
-    import libcst as cst
+    skeleton = build_skeleton(text, tree)
+    report.parsed = True
+    report.timings["skeleton"] = time.perf_counter() - started
+    started = time.perf_counter()
+    model = ModuleModel(
+        skeleton.module,
+        ModelOptions(capture_reachable=settings.capture_reachable),
+        source_of=skeleton.source_of,
+        imports=skeleton.imports,
+    )
+    report.timings["model"] = time.perf_counter() - started
+    try:
+        return _report_skeleton_findings(text, tree, skeleton, model, path, settings, rules, report, confirm_fixes)
+    finally:
+        model.dispose()
+
+
+def _report_skeleton_findings(
+    text: str,
+    tree: ast.Module,
+    skeleton: Skeleton,
+    model: ModuleModel,
+    path: str,
+    settings: FileSettings,
+    rules: list[Rule],
+    report: FileReport,
+    confirm_fixes: bool,
+) -> FileReport:
+    from offlint.analysis.model import ModelOptions, ModuleModel
+
+    findings = _run_rules(rules, model, report)
+    if findings:
+        started = time.perf_counter()
+        from offlint.analysis.positions import ast_statement_spans
+
+        def locate_all(nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, tuple[int, int, int, int]]:
+            return {node: _span_of(skeleton.span(node), node) for node in nodes}
+
+        report.diagnostics, report.suppressed = _diagnostics(
+            path, text, findings, locate_all, lambda: ast_statement_spans(tree)
+        )
+        report.timings["position"] = time.perf_counter() - started
+    if confirm_fixes and any(d.fixable for d in report.diagnostics):
+        # the fixers plan on a lossless tree: parse this file with libcst, as `fix` would, unless
+        # no fixer gets as far as writing code on the skeleton
+        started = time.perf_counter()
+        from offlint.fixing.availability import (
+            confirm_fix_availability,
+            fixers_may_plan,
+            without_fixes,
+        )
+
+        if not fixers_may_plan(model, settings, report.diagnostics):
+            report.diagnostics = without_fixes(report.diagnostics)
+            report.timings["fix availability"] = time.perf_counter() - started
+            return report
+        import libcst
+
+        problem = nesting_problem(text)
+        if problem is not None:
+            report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
+            report.diagnostics = []
+            return report
+        full = ModuleModel(
+            libcst.parse_module(text), ModelOptions(capture_reachable=settings.capture_reachable)
+        )
+        report.diagnostics = confirm_fix_availability(full, settings, report.diagnostics)
+        full.dispose()
+        report.timings["fix availability"] = time.perf_counter() - started
+    return report
+
+
+def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple[int, int, int, int]:
+    if span is None:
+        from offlint.analysis.skeleton import SkeletonGap
+
+        raise SkeletonGap(f"no source position for a reported {type(node).__name__}")
+    return span
+
+
+def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> list[tuple[Rule, Finding]]:
+    findings: list[tuple[Rule, Finding]] = []
+    for rule in rules:
+        started = time.perf_counter()
+        findings.extend((rule, f) for f in rule.find(model))
+        report.timings[f"rule {rule.code}"] = time.perf_counter() - started
+    return findings
+
+
+def _analyse_libcst(
+    text: str, path: str, settings: FileSettings, rules: list[Rule], report: FileReport, confirm_fixes: bool
+) -> FileReport:
+    """The reference path: libcst's own parser (also what `fix` analyses)."""
+    started = time.perf_counter()
+    import libcst
 
     from offlint.analysis.model import ModelOptions, ModuleModel
 
-    rules = selected_rules(settings.select)
     report.timings["import"] = time.perf_counter() - started
-    if not rules:
-        return report
     started = time.perf_counter()
     problem = nesting_problem(text)  # libcst would crash the process on these (SIGSEGV)
     report.timings["guard"] = time.perf_counter() - started
@@ -138,20 +340,20 @@ def analyse_text(
         return report
     try:
         started = time.perf_counter()
-        module = cst.parse_module(text)
+        module = libcst.parse_module(text)
         report.parsed = True
-        report.timings["parse"] = time.perf_counter() - started
+        report.timings["parse"] = report.timings.get("parse", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
         model = ModuleModel(module, ModelOptions(capture_reachable=settings.capture_reachable))
         report.timings["model"] = time.perf_counter() - started
-        findings: list[tuple[Rule, Finding]] = []
-        for rule in rules:
-            started = time.perf_counter()
-            findings.extend((rule, f) for f in rule.find(model))
-            report.timings[f"rule {rule.code}"] = time.perf_counter() - started
+        findings = _run_rules(rules, model, report)
         if findings:
             started = time.perf_counter()
-            report.diagnostics, report.suppressed = _diagnostics(path, text, module, findings)
+            from offlint.analysis.positions import libcst_locator, libcst_statement_spans
+
+            report.diagnostics, report.suppressed = _diagnostics(
+                path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module)
+            )
             report.timings["position"] = time.perf_counter() - started
         if confirm_fixes and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
@@ -159,53 +361,57 @@ def analyse_text(
 
             report.diagnostics = confirm_fix_availability(model, settings, report.diagnostics)
             report.timings["fix availability"] = time.perf_counter() - started
+        model.dispose()
     except Exception as exc:  # one bad file never stops the run; internal errors are reported
         report.diagnostics = []
         report.errors.append(parse_error(path, exc))
     return report
 
 
+Locator = Callable[[list["cst.CSTNode"]], dict["cst.CSTNode", tuple[int, int, int, int]]]
+
+
 def _diagnostics(
-    path: str, text: str, module: cst.Module, findings: list[tuple[Rule, Finding]]
+    path: str,
+    text: str,
+    findings: list[tuple[Rule, Finding]],
+    locate: Locator,
+    statement_spans: Callable[[], list[tuple[int, int]]],
 ) -> tuple[list[Diagnostic], int]:
-    from offlint.analysis.positions import locate, whole_module_positions
+    """Diagnostics for the findings: positions (1-based lines, 0-based columns from `locate`),
+    messages from the catalogue, duplicates and suppressed findings dropped."""
     from offlint.catalogue import load_catalogue
-    from offlint.suppression import resolve_pending, scan_comments, statement_spans
+    from offlint.suppression import resolve_pending, scan_comments
 
     catalogue = load_catalogue()
     lines = text.splitlines()
     suppressions = scan_comments(text)
     if suppressions.pending:  # own-line directives need every statement's span
-        ranges = whole_module_positions(module)
-        spans = statement_spans(module, {n: (r.start.line, r.end.line) for n, r in ranges.items()})
-        resolve_pending(suppressions, spans, lines)
-    else:
-        ranges = locate(module, text, [finding.node for _, finding in findings])
+        resolve_pending(suppressions, statement_spans(), lines)
+    ranges = locate([finding.node for _, finding in findings])
     seen: set[tuple[str, int, int]] = set()
     found: list[Diagnostic] = []
     suppressed = 0
     for rule, finding in findings:
-        where = ranges[finding.node]
-        key = (rule.code, where.start.line, where.start.column)
+        line, column, end_line, end_column = ranges[finding.node]
+        key = (rule.code, line, column)
         if key in seen:
             continue
         seen.add(key)
-        if suppressions.suppresses(rule.code, where.start.line):
+        if suppressions.suppresses(rule.code, line):
             suppressed += 1
             continue
         spec = catalogue[rule.code]
         found.append(
             Diagnostic(
                 path=path,
-                location=Location(
-                    where.start.line, where.start.column + 1, where.end.line, where.end.column + 1
-                ),
+                location=Location(line, column + 1, end_line, end_column + 1),
                 code=rule.code,
                 name=spec.name,
                 message=spec.render_message(**finding.details),
                 fix_title=spec.fix_title,
                 fix_safety=spec.fix_safety,
-                source_line=lines[where.start.line - 1] if where.start.line <= len(lines) else "",
+                source_line=lines[line - 1] if line <= len(lines) else "",
             )
         )
     found.sort(key=lambda d: d.sort_key)

@@ -10,7 +10,7 @@ import libcst as cst
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
-from offlint.analysis.syntax import walk
+from offlint.analysis.syntax import same_code, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS, CURRENT_STREAM, DEVICE_SYNCS
 
 
@@ -558,7 +558,7 @@ def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
     for other in fn.calls:
         if other.order >= site.order or other.method != "record" or other.receiver is None:
             continue
-        if len(other.node.args) > 1 or not other.receiver.deep_equals(event):
+        if len(other.node.args) > 1 or not same_code(other.receiver, event):
             continue
         guards = other.guards
         if len(guards) <= len(site.guards) and all(

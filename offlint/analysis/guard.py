@@ -31,7 +31,7 @@ _LONG_LINE = re.compile(rf"[^\n]{{{SCREEN_LINE}}}")
 _DEEP_INDENT = re.compile(rf"^[ \t]{{{SCREEN_INDENT}}}", re.MULTILINE)
 # `.` is left out: attribute chains are everywhere and libcst parses them without recursing deeply
 _OPERATORS = (*"+-*/%&|^~<>@", " and ", " or ", "not ", " if ", "lambda", "await ")
-_DEPTH_MESSAGES = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
+DEPTH_MESSAGES = ("too many nested parentheses", "too many levels of indentation", "too many statically nested blocks")
 
 
 def _bracket_depth(text: str) -> int:
@@ -71,7 +71,7 @@ def nesting_problem(text: str) -> str | None:
         return "code is nested too deeply for Python to parse"
     except SyntaxError as exc:
         message = str(exc.msg)
-        if any(m in message for m in _DEPTH_MESSAGES):
+        if any(m in message for m in DEPTH_MESSAGES):
             return f"code is nested too deeply to parse ({message})"
         return None  # a plain syntax error: libcst reports it with its own position
     except (ValueError, OverflowError):

@@ -7,6 +7,8 @@ offloader code does in practice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from offlint.analysis.syntax import walk
@@ -37,9 +39,10 @@ class NameResolver(cst.CSTVisitor):
         self.bindings: dict[str, str] = {}
 
     @classmethod
-    def of(cls, module: cst.Module) -> NameResolver:
+    def of(cls, module: cst.Module, imports: Sequence[cst.Import | cst.ImportFrom] | None = None) -> NameResolver:
+        """From every import in `module` (or the given import statements, in source order)."""
         resolver = cls()
-        for node in walk(module):
+        for node in walk(module) if imports is None else imports:
             if isinstance(node, cst.Import):
                 resolver.visit_Import(node)
             elif isinstance(node, cst.ImportFrom):

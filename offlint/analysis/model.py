@@ -24,7 +24,8 @@ import libcst as cst
 
 from offlint.analysis.imports import NameResolver, dotted_name
 from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
-from offlint.analysis.syntax import child_nodes
+from offlint.analysis.skeleton import SkeletonGap
+from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
     GRAPH_CONTEXTS,
@@ -171,10 +172,21 @@ class ModelOptions:
 
 
 class ModuleModel:
-    def __init__(self, module: cst.Module, options: ModelOptions | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        options: ModelOptions | None = None,
+        *,
+        source_of: Callable[[cst.CSTNode], str | None] | None = None,
+        imports: Sequence[cst.Import | cst.ImportFrom] | None = None,
+    ) -> None:
+        """`module` is a libcst tree or a skeleton (`skeleton.py`); for a skeleton, `source_of`
+        gives a node's source text (a skeleton cannot be printed) and `imports` its import
+        statements in source order (found while it was built)."""
         self.module = module
+        self.source_of = source_of
         self.options = options or ModelOptions()
-        self.resolver = NameResolver.of(module)
+        self.resolver = NameResolver.of(module, imports)
         self.oracle = KindOracle(self.resolver, self.resolver.imports_torch())
         self.classes: list[ClassInfo] = []
         self.functions: list[FunctionInfo] = []
@@ -193,7 +205,34 @@ class ModuleModel:
         self._mark_offloader_classes()
         self._mark_reachable()
 
+    def dispose(self) -> None:
+        """Break the model's reference cycles (a call site and its function point at each other)
+        so that reference counting frees the model and its tree at once. Left to the cyclic
+        collector, the millions of tree objects they keep alive cost a quarter of a run."""
+        for fn in self.functions:
+            fn.calls = []
+            fn.assignments = []
+            fn.returns = []
+            fn.stream_withs = []
+        for cls in self.classes:
+            cls.methods = {}
+        self.functions = []
+        self.classes = []
+        self.module_functions = {}
+        self.graph_region_calls = []
+
     # ------------------------------------------------------------------ queries
+    def code_for(self, node: cst.CSTNode) -> str:
+        """The source text of `node`, without its own parentheses (as its reported range)."""
+        if self.source_of is not None:
+            text = self.source_of(node)
+            if text is None:
+                raise SkeletonGap(f"no source position for a {type(node).__name__}")
+            return text
+        if getattr(node, "lpar", None):
+            node = node.with_changes(lpar=[], rpar=[])
+        return self.module.code_for_node(node)
+
     def qualname(self, expr: cst.BaseExpression) -> str | None:
         return self.resolver.qualname(expr)
 
@@ -291,64 +330,7 @@ class ModuleModel:
 
     # ------------------------------------------------------------------ building
     def _collect_definitions(self) -> None:
-        model = self
-
-        class Definitions:
-            # a hand-rolled traversal: libcst's visitor machinery costs more than the parse
-            def __init__(self) -> None:
-                self.class_stack: list[ClassInfo] = []
-                self.fn_stack: list[FunctionInfo] = []
-
-            def run(self, node: cst.CSTNode) -> None:
-                if isinstance(node, cst.ClassDef):
-                    self.visit_ClassDef(node)
-                    for child in child_nodes(node):
-                        self.run(child)
-                    self.leave_ClassDef(node)
-                elif isinstance(node, cst.FunctionDef):
-                    self.visit_FunctionDef(node)
-                    for child in child_nodes(node):
-                        self.run(child)
-                    self.leave_FunctionDef(node)
-                else:
-                    for child in child_nodes(node):
-                        self.run(child)
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                bases = tuple(d for d in (dotted_name(a.value) for a in node.bases) if d)
-                info = ClassInfo(node=node, name=node.name.value, bases=bases)
-                model.classes.append(info)
-                self.class_stack.append(info)
-                return True
-
-            def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-                self.class_stack.pop()
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                parent = self.fn_stack[-1] if self.fn_stack else None
-                cls = self.class_stack[-1] if self.class_stack else None
-                if parent is not None and cls is not None and parent.cls is not cls:
-                    cls = parent.cls  # a class defined inside a function: keep it simple
-                if parent is not None:
-                    qual = f"{parent.qualname}.<locals>.{node.name.value}"
-                    cls = parent.cls
-                elif cls is not None:
-                    qual = f"{cls.name}.{node.name.value}"
-                else:
-                    qual = node.name.value
-                info = FunctionInfo(node=node, qualname=qual, cls=cls, parent=parent)
-                model.functions.append(info)
-                if parent is None and cls is not None and self.class_stack and self.class_stack[-1] is cls:
-                    cls.methods.setdefault(node.name.value, info)
-                elif parent is None and cls is None:
-                    model.module_functions.setdefault(node.name.value, info)
-                self.fn_stack.append(info)
-                return True
-
-            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-                self.fn_stack.pop()
-
-        Definitions().run(self.module)
+        _Definitions(self).run(self.module)
 
     def _collect_globals(self) -> None:
         lookup = Lookup({}, {}, {}, {}, self.oracle.globals)
@@ -592,6 +574,68 @@ class ModuleModel:
         if attr is not None and scope.cls is not None:
             return scope.cls.methods.get(attr)
         return None
+
+
+class _Definitions:
+    """Finds every class and function, with their nesting (a module-level class: one defined in
+    a method would be a reference cycle holding the whole tree)."""
+
+    # a hand-rolled traversal: libcst's visitor machinery costs more than the parse
+    def __init__(self, model: ModuleModel) -> None:
+        self.model = model
+        self.class_stack: list[ClassInfo] = []
+        self.fn_stack: list[FunctionInfo] = []
+
+    def run(self, node: cst.CSTNode) -> None:
+        # definitions are statements: expressions and simple statements hold none
+        node_type = type(node)
+        if node_type is cst.ClassDef:
+            self.visit_ClassDef(cast(cst.ClassDef, node))
+            self.run(cast(cst.ClassDef, node).body)
+            self.leave_ClassDef(cast(cst.ClassDef, node))
+        elif node_type is cst.FunctionDef:
+            self.visit_FunctionDef(cast(cst.FunctionDef, node))
+            self.run(cast(cst.FunctionDef, node).body)
+            self.leave_FunctionDef(cast(cst.FunctionDef, node))
+        else:
+            for child in child_nodes(node):
+                if may_hold_statements(type(child)):
+                    self.run(child)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        bases = tuple(d for d in (dotted_name(a.value) for a in node.bases) if d)
+        info = ClassInfo(node=node, name=node.name.value, bases=bases)
+        self.model.classes.append(info)
+        self.class_stack.append(info)
+        return True
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        parent = self.fn_stack[-1] if self.fn_stack else None
+        cls = self.class_stack[-1] if self.class_stack else None
+        if parent is not None and cls is not None and parent.cls is not cls:
+            cls = parent.cls  # a class defined inside a function: keep it simple
+        if parent is not None:
+            qual = f"{parent.qualname}.<locals>.{node.name.value}"
+            cls = parent.cls
+        elif cls is not None:
+            qual = f"{cls.name}.{node.name.value}"
+        else:
+            qual = node.name.value
+        info = FunctionInfo(node=node, qualname=qual, cls=cls, parent=parent)
+        self.model.functions.append(info)
+        if parent is None and cls is not None and self.class_stack and self.class_stack[-1] is cls:
+            cls.methods.setdefault(node.name.value, info)
+        elif parent is None and cls is None:
+            self.model.module_functions.setdefault(node.name.value, info)
+        self.fn_stack.append(info)
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.fn_stack.pop()
+
 
 
 UNKNOWN_TYPED = Typed(Kind.UNKNOWN)

@@ -7,6 +7,7 @@ repeats those texts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -33,7 +34,16 @@ class Rule:
         raise NotImplementedError
 
 
-def code_of(node: cst.CSTNode, module: cst.Module) -> str:
-    """Source text of a node, for messages (`self.alt_stream`)."""
-    text = module.code_for_node(node)
+def code_of(node: cst.CSTNode, model: ModuleModel) -> str:
+    """Source text of a node, for messages (`self.alt_stream`), on one line: line breaks and the
+    indentation after them (which libcst prints relative to the node) become one space."""
+    text = model.code_for(node)
+    if "\n" in text:
+        text = _LINE_BREAK.sub(" ", text)
+        text = _SPACE_AFTER_OPENING.sub(r"\1", _SPACE_BEFORE_CLOSING.sub(r"\1", text))
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+_LINE_BREAK = re.compile(r"[ \t]*(?:\\)?\r?\n\s*")
+_SPACE_AFTER_OPENING = re.compile(r"([(\[{]) ")
+_SPACE_BEFORE_CLOSING = re.compile(r" ([)\]}])")

@@ -65,17 +65,65 @@ def _is_code_node(value_type: type) -> bool:
     return known
 
 
+# nodes with no code-bearing children: most of a tree (names, literals, operators)
+_LEAVES = frozenset(
+    {
+        cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis,
+        cst.Pass, cst.Break, cst.Continue, cst.ImportStar, cst.ParamStar, cst.FormattedStringText,
+        cst.Dot, cst.Asynchronous,
+    }
+)  # fmt: skip
+_EMPTY: list[cst.CSTNode] = []
+
+
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The code-bearing children of a node, in field order."""
+    """The code-bearing children of a node, in field order. The result may be shared: do not
+    modify it."""
+    node_type = type(node)
+    if node_type in _LEAVES:
+        return _EMPTY
+    fields = _FIELDS.get(node_type)
+    if fields is None:
+        fields = _code_fields(node_type)
     found: list[cst.CSTNode] = []
-    for name in _code_fields(type(node)):
+    is_code = _IS_CODE_NODE
+    for name in fields:
         value = getattr(node, name)
+        if value is None:
+            continue
         value_type = type(value)
+        if value_type is str:
+            continue
         if value_type is tuple or value_type is list:
-            found.extend(v for v in value if _is_code_node(type(v)))
-        elif _is_code_node(value_type):
-            found.append(value)
+            for item in value:
+                known = is_code.get(type(item))
+                if known is None:
+                    known = _is_code_node(type(item))
+                if known:
+                    found.append(item)
+        else:
+            known = is_code.get(value_type)
+            if known is None:
+                known = _is_code_node(value_type)
+            if known:
+                found.append(value)
     return found
+
+
+_MAY_HOLD_STATEMENTS: dict[type, bool] = {}
+_NO_STATEMENTS_BELOW = (
+    cst.BaseExpression, cst.BaseSmallStatement, cst.SimpleStatementLine, cst.SimpleStatementSuite,
+    cst.Decorator, cst.Parameters, cst.Param, cst.Annotation, cst.WithItem, cst.AsName, cst.Arg,
+)  # fmt: skip
+
+
+def may_hold_statements(node_type: type) -> bool:
+    """False for nodes that cannot contain a statement (expressions, simple statements): a walk
+    looking for definitions skips them."""
+    known = _MAY_HOLD_STATEMENTS.get(node_type)
+    if known is None:
+        known = _MAY_HOLD_STATEMENTS[node_type] = not issubclass(node_type, _NO_STATEMENTS_BELOW)
+    return known
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -85,3 +133,22 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(reversed(child_nodes(current)))
+
+
+# leaf fields that carry the code of a node (names, literals); everything else is structure
+_LEAF_FIELDS = ("value", "star")
+
+
+def same_code(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Structural equality of the code two nodes hold, whitespace and parentheses ignored (libcst's
+    `deep_equals` compares whitespace too, and needs nodes that carry it)."""
+    if type(a) is not type(b):
+        return False
+    for name in _LEAF_FIELDS:
+        left, right = getattr(a, name, None), getattr(b, name, None)
+        if (isinstance(left, str | bytes) or isinstance(right, str | bytes)) and left != right:
+            return False
+    left_children, right_children = child_nodes(a), child_nodes(b)
+    return len(left_children) == len(right_children) and all(
+        same_code(x, y) for x, y in zip(left_children, right_children, strict=True)
+    )

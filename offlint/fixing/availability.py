@@ -15,6 +15,30 @@ from offlint.analysis.model import ModuleModel
 from offlint.diagnostics import Diagnostic, FixSafety
 
 
+def fixers_may_plan(model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]) -> bool:
+    """On a skeleton model (`analysis/skeleton.py`): False when no fixer plans an edit for these
+    diagnostics, so no libcst parse is needed to confirm one. A fixer that gets as far as writing
+    code fails on a skeleton (it cannot be printed): that, or any plan, means "parse and see"."""
+    from offlint.fixing.apply import FIXERS, FixSettings
+
+    wanted = frozenset(d.code for d in diagnostics if d.fixable)
+    fix_settings = FixSettings(select=wanted, capture_reachable=settings.capture_reachable)
+    for fixer in FIXERS:
+        if not fixer.selected(wanted):
+            continue
+        try:
+            plan, _ = fixer.plan(model, fix_settings)
+        except Exception:
+            return True
+        if plan:
+            return True
+    return False
+
+
+def without_fixes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return [d if not d.fixable else dataclasses.replace(d, fix_safety=FixSafety.NONE) for d in diagnostics]
+
+
 def confirm_fix_availability(
     model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]
 ) -> list[Diagnostic]:

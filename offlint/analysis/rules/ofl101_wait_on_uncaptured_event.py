@@ -39,4 +39,4 @@ class WaitOnUncapturedEvent(Rule):
                 continue  # recorded earlier in the same call, hence in the same capture
             if recorded_earlier_in_call(site, event):
                 continue  # `self.done.record()` earlier in this call, on every path to the wait
-            yield Finding(site.node, {"event": code_of(event, model.module)})
+            yield Finding(site.node, {"event": code_of(event, model)})

@@ -43,7 +43,7 @@ class WaitOnUnforkedStream(Rule):
             yield Finding(
                 site.node,
                 {
-                    "stream": code_of(side, model.module),
-                    "current": code_of(site.receiver, model.module),
+                    "stream": code_of(side, model),
+                    "current": code_of(site.receiver, model),
                 },
             )

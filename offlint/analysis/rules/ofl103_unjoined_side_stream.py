@@ -77,5 +77,5 @@ class UnjoinedSideStream(Rule):
                     continue  # the module offers a capture-aware join (documented)
                 yield Finding(
                     site.node,
-                    {"stream": code_of(site.receiver, model.module), "function": fn.qualname},
+                    {"stream": code_of(site.receiver, model), "function": fn.qualname},
                 )

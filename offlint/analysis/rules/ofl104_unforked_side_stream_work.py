@@ -44,4 +44,4 @@ class UnforkedSideStreamWork(Rule):
                     continue
                 if any(fork_key(model, s) == key for s in inside):
                     continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work
-                yield Finding(opener.node, {"stream": code_of(scope.stream, model.module)})
+                yield Finding(opener.node, {"stream": code_of(scope.stream, model)})

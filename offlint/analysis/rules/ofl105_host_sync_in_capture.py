@@ -75,7 +75,7 @@ class HostSyncInCapture(Rule):
             for arg in node.args:
                 if model.kind_of(arg.value, site.function).kind in _DEVICE_ONLY:
                     return (
-                        f"{node.func.value}() of a CUDA tensor ({code_of(arg.value, model.module)})"
+                        f"{node.func.value}() of a CUDA tensor ({code_of(arg.value, model)})"
                     )
         return None
 

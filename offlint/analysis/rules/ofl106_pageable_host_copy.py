@@ -27,7 +27,7 @@ class PageableHostCopy(Rule):
             found = self._copy_of(model, site, non_blocking)
             if found is not None:
                 host, copy = found
-                yield Finding(site.node, {"host": code_of(host, model.module), "copy": copy})
+                yield Finding(site.node, {"host": code_of(host, model), "copy": copy})
 
     def _copy_of(
         self, model: ModuleModel, site: CallSite, non_blocking: bool

@@ -49,14 +49,14 @@ class CapturedEventQuery(Rule):
                 events = [site.receiver]
                 if site.method == "elapsed_time" and site.node.args:
                     events.append(site.node.args[0].value)
-                call = f"{code_of(site.receiver, model.module)}.{site.method}()"
+                call = f"{code_of(site.receiver, model)}.{site.method}()"
                 if site.hazardous:
                     where = "queries a CUDA event from the host in capture-reachable code"
                     yield Finding(site.node, {"call": call, "where": where})
                     continue
                 hit = next((e for e in events if _event_key(model, e, fn) in captured), None)
                 if hit is not None:
-                    where = f"queries `{code_of(hit, model.module)}`, an event recorded in capture-reachable code"
+                    where = f"queries `{code_of(hit, model)}`, an event recorded in capture-reachable code"
                     yield Finding(site.node, {"call": call, "where": where})
             elif site.callee in EVENT_CONSTRUCTORS and _timing_not_external(site.node):
                 keys = self._bound_to(model, site)
@@ -80,7 +80,7 @@ class CapturedEventQuery(Rule):
     @staticmethod
     def _timing_finding(model: ModuleModel, node: cst.Call) -> Finding:
         where = "is recorded in capture-reachable code without `external=True`: `elapsed_time` fails after a replay"
-        return Finding(node, {"call": code_of(node, model.module), "where": where})
+        return Finding(node, {"call": code_of(node, model), "where": where})
 
     @staticmethod
     def _recorded_in_capture(model: ModuleModel) -> set[str]:

@@ -43,7 +43,7 @@ class StaleCapturedEvent(Rule):
             recorder = records[key]
             yield Finding(
                 site.node,
-                {"event": code_of(event, model.module), "recorder": recorder.function.name},
+                {"event": code_of(event, model), "recorder": recorder.function.name},
             )
 
     def _records_that_may_capture(self, model: ModuleModel) -> dict[str, _Record]:

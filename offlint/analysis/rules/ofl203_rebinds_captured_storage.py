@@ -61,8 +61,8 @@ class RebindsCapturedStorage(Rule):
 
 def _details(model: ModuleModel, assign: Assignment, copy: CallSite) -> dict[str, str]:
     return {
-        "target": code_of(assign.targets[0], model.module),
-        "copy": code_of(copy.node, model.module),
+        "target": code_of(assign.targets[0], model),
+        "copy": code_of(copy.node, model),
     }
 
 

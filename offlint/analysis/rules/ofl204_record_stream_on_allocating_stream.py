@@ -28,8 +28,8 @@ class RecordStreamOnAllocatingStream(Rule):
             yield Finding(
                 site.node,
                 {
-                    "tensor": code_of(site.receiver, model.module),
-                    "stream": code_of(scope.stream, model.module),
+                    "tensor": code_of(site.receiver, model),
+                    "stream": code_of(scope.stream, model),
                 },
             )
 

@@ -91,7 +91,7 @@ class UnsynchronizedSideStreamResult(Rule):
                         use,
                         {
                             "tensor": produced.key,
-                            "stream": code_of(produced.scope.stream, model.module),
+                            "stream": code_of(produced.scope.stream, model),
                         },
                     )
 

@@ -38,7 +38,7 @@ class CaptureCheckInCompiledCode(Rule):
                     site.callee in COMPILING_TESTS and id(site.node) in capture_named
                 ):
                     yield Finding(
-                        site.node, {"call": code_of(site.node, model.module), "root": root}
+                        site.node, {"call": code_of(site.node, model), "root": root}
                     )
 
 
@@ -106,7 +106,7 @@ def _compiled_roots(model: ModuleModel) -> dict[str, str]:
         if call.args:
             for target in targets(call.args[0].value, scope):
                 roots.setdefault(
-                    target.qualname, f"torch.compile({code_of(call.args[0].value, model.module)})"
+                    target.qualname, f"torch.compile({code_of(call.args[0].value, model)})"
                 )
     return roots
 
