@@ -94,6 +94,14 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--no-cache", is_flag=True, help="Do not read or write .offlint_cache.")
 @click.option("--timings", is_flag=True, help="Print where the time went (stderr).")
 @click.option("--color/--no-color", default=None, help="Force colour on or off (default: when stdout is a terminal).")
+@click.option(
+    "--parser",
+    type=click.Choice(["cpython", "libcst"]),
+    default="cpython",
+    show_default=True,
+    help="cpython: CPython's parser builds a libcst-typed skeleton (fast); libcst: libcst's own "
+    "parser (the reference the tests compare against; 3-6x slower). Same diagnostics.",
+)
 def check_command(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -109,6 +117,7 @@ def check_command(
     no_cache: bool,
     timings: bool,
     color: bool | None,
+    parser: str,
 ) -> None:
     """Find CUDA-graph capture hazards in PATHS (files, folders, or - for stdin)."""
     from offlint.analysis.checking import run_check_command
@@ -130,6 +139,7 @@ def check_command(
         use_cache=not no_cache,
         timings=timings,
         color=color,
+        front_end="libcst" if parser == "libcst" else "skeleton",
     )
     if exit_zero and code == EXIT_FINDINGS:
         code = EXIT_CLEAN

@@ -24,7 +24,10 @@ def exit_code_for(report: RunReport) -> int:
 
 
 def check_stdin(
-    stdin_filename: str | None, overrides: SelectionOverrides, config_file: Path | None
+    stdin_filename: str | None,
+    overrides: SelectionOverrides,
+    config_file: Path | None,
+    front_end: str = "skeleton",
 ) -> tuple[RunReport, dict[str, str]]:
     """Check the source on stdin; also return it (display name -> text) so the code frames show
     what was checked, not a file of the same name on disk."""
@@ -32,7 +35,7 @@ def check_stdin(
     cwd = Path.cwd()
     finder = ConfigFinder(config_file, fallback_root=cwd)
     where = Path(stdin_filename) if stdin_filename else cwd / "stdin.py"
-    settings = settings_for(finder.for_path(where), overrides, where)
+    settings = settings_for(finder.for_path(where), overrides, where, front_end)
     data = sys.stdin.buffer.read()
     report = RunReport()
     report.files.append(check_source(data, display, settings))
@@ -69,6 +72,7 @@ def run_check_command(
     use_cache: bool,
     timings: bool,
     color: bool | None,
+    front_end: str = "skeleton",
 ) -> int:
     from offlint.reporting import render, render_statistics
     from offlint.reporting.summary import render_summary
@@ -81,7 +85,7 @@ def run_check_command(
         if any(str(p) == "-" for p in paths):
             if len(paths) > 1:
                 raise ConfigError("`-` (stdin) cannot be combined with other paths")
-            report, sources = check_stdin(stdin_filename, overrides, config_file)
+            report, sources = check_stdin(stdin_filename, overrides, config_file, front_end)
         else:
             report = check_paths(
                 CheckOptions(
@@ -90,6 +94,7 @@ def run_check_command(
                     config_file=config_file,
                     jobs=jobs,
                     use_cache=use_cache,
+                    front_end=front_end,
                 )
             )
     except (ConfigError, CatalogueError) as exc:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from offlint.analysis import torch_api
 from offlint.analysis.torch_api import (
     CAPTURE_API_NAMES,
     CAPTURE_ASSIGNED_ATTRS,
@@ -245,7 +246,7 @@ def _static_rule_tokens() -> dict[str, tuple[str, ...]] | None:
                     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                         target = stmt.targets[0]
                         if isinstance(target, ast.Name) and target.id in ("code", "tokens"):
-                            values[target.id] = ast.literal_eval(stmt.value)
+                            values[target.id] = _constant_value(stmt.value)
                 if "code" not in values:
                     continue
                 bases = [b.id if isinstance(b, ast.Name) else None for b in node.bases]
@@ -258,6 +259,13 @@ def _static_rule_tokens() -> dict[str, tuple[str, ...]] | None:
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return None
     return found or None
+
+
+def _constant_value(node: ast.expr) -> object:
+    """A literal, or a name of `torch_api` (`tokens = CAPTURE_TOKENS`)."""
+    if isinstance(node, ast.Name) and node.id.isupper() and hasattr(torch_api, node.id):
+        return getattr(torch_api, node.id)
+    return ast.literal_eval(node)
 
 
 def _pattern_fragments(pattern: str) -> tuple[str, ...] | None:

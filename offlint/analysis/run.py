@@ -55,22 +55,28 @@ class CheckOptions:
     jobs: int | None = None
     cwd: Path | None = None
     use_cache: bool = True
+    front_end: str = "skeleton"  # FileSettings.front_end: "skeleton", or "libcst" (--parser libcst)
 
 
-def settings_for(config: Config, overrides: SelectionOverrides, path: Path | None) -> FileSettings:
+def settings_for(
+    config: Config, overrides: SelectionOverrides, path: Path | None, front_end: str = "skeleton"
+) -> FileSettings:
     catalogue = load_catalogue()
     codes = list(catalogue)
     defaults = [c for c, spec in catalogue.items() if spec.default_enabled]
     select = resolve_selection(config, overrides, codes, defaults, path)
-    return FileSettings(select=select, capture_reachable=tuple(config.capture_reachable))
+    return FileSettings(
+        select=select, capture_reachable=tuple(config.capture_reachable), front_end=front_end
+    )
 
 
 class _SettingsMemo:
     """Settings depend on the path only through the config and its per-file ignores."""
 
-    def __init__(self, finder: ConfigFinder, overrides: SelectionOverrides) -> None:
+    def __init__(self, finder: ConfigFinder, overrides: SelectionOverrides, front_end: str) -> None:
         self.finder = finder
         self.overrides = overrides
+        self.front_end = front_end
         self._memo: dict[tuple[int, tuple[str, ...]], tuple[Config, FileSettings]] = {}
 
     def __call__(self, path: Path) -> FileSettings:
@@ -78,7 +84,7 @@ class _SettingsMemo:
         key = (id(config), config.ignores_for(path) if config.per_file_ignores else ())
         found = self._memo.get(key)
         if found is None:
-            found = (config, settings_for(config, self.overrides, path))
+            found = (config, settings_for(config, self.overrides, path, self.front_end))
             self._memo[key] = found  # holding config keeps its id unique
         return found[1]
 
@@ -132,7 +138,7 @@ def check_paths(options: CheckOptions) -> RunReport:
     if options.use_cache:
         with clock("cache"):
             results_cache = ResultCache.at(cache_root(finder, cwd))
-    settings_of = _SettingsMemo(finder, options.overrides)
+    settings_of = _SettingsMemo(finder, options.overrides, options.front_end)
     serial = serial_only(options.jobs)
     pool: _Pool | None = None
     candidates: list[tuple[Job, str | None]] = []  # (job, cache key)
