@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -168,6 +169,7 @@ class ConfigFinder:
         )
         self.fallback = Config(root=root)
         self._by_dir: dict[Path, Config] = {}
+        self._by_file_folder: dict[str, Config] = {}
 
     def for_path(self, path: Path) -> Config:
         if self.explicit is not None:
@@ -176,6 +178,20 @@ class ConfigFinder:
         if not folder.is_dir():
             folder = folder.parent
         return self._for_dir(folder)
+
+    def for_file(self, path: Path) -> Config:
+        """`for_path` for a file, memoised by the folder it is named in (one `resolve` per
+        folder, not per file); a linked file is looked up where it points."""
+        if self.explicit is not None:
+            return self.explicit
+        text = os.fspath(path)
+        if os.path.islink(text):
+            return self.for_path(path)
+        folder = os.path.dirname(text)
+        found = self._by_file_folder.get(folder)
+        if found is None:
+            found = self._by_file_folder[folder] = self._for_dir(Path(os.path.realpath(folder or ".")))
+        return found
 
     def _for_dir(self, folder: Path) -> Config:
         cached = self._by_dir.get(folder)

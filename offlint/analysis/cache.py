@@ -35,17 +35,26 @@ MAX_AGE_DAYS = 30
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
+def _libcst_version() -> str:
+    """libcst's version file, read without importing libcst (or importlib.metadata): a warm run
+    imports neither."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("libcst")
+        if spec is None or not spec.submodule_search_locations:
+            return "?"
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        return (folder / "_version.py").read_text(encoding="utf-8")
+    except (ImportError, OSError, ValueError, StopIteration):  # pragma: no cover - odd installs
+        return "?"
+
+
 @cache
 def engine_key() -> str:
     """Everything global a result depends on: versions, offlint's code, the rule catalogue."""
     digest = hashlib.blake2b(digest_size=16)
-    try:
-        from importlib.metadata import version
-
-        libcst_version = version("libcst")
-    except Exception:  # pragma: no cover - metadata missing
-        libcst_version = "?"
-    for part in (str(FORMAT), __version__, libcst_version, f"{sys.version_info[:2]}"):
+    for part in (str(FORMAT), __version__, _libcst_version(), f"{sys.version_info[:2]}"):
         digest.update(part.encode() + b"\0")
     sources = sorted(_PACKAGE.rglob("*.py"))
     try:

@@ -16,15 +16,14 @@ Parsing with libcst is the whole cost, so the work is staged and only what is le
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from offlint.analysis.cache import ResultCache, content_key
 from offlint.analysis.engine import (
@@ -38,6 +37,9 @@ from offlint.catalogue import load_catalogue
 from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_selection
 from offlint.diagnostics import ErrorKind, FileError, FileReport, RunReport
 from offlint.discovery import Discovered, discover
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 # below this many bytes of candidate source a pool costs more than it saves (~0.3 s of parsing)
 PARALLEL_THRESHOLD_BYTES = 250_000
@@ -80,7 +82,7 @@ class _SettingsMemo:
         self._memo: dict[tuple[int, tuple[str, ...]], tuple[Config, FileSettings]] = {}
 
     def __call__(self, path: Path) -> FileSettings:
-        config = self.finder.for_path(path)
+        config = self.finder.for_file(path)
         key = (id(config), config.ignores_for(path) if config.per_file_ignores else ())
         found = self._memo.get(key)
         if found is None:
@@ -223,6 +225,10 @@ def _warm_up() -> None:
 
 class _Pool:
     def __init__(self, workers: int) -> None:
+        # imported here: a run that needs no pool (a warm cache, a small tree) never pays for them
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = None
         if sys.platform.startswith("linux"):
             # fork: workers start in milliseconds with the parent's imports (the parent has not
@@ -236,6 +242,8 @@ class _Pool:
         """Largest first (the longest parse must not start last); results as they complete."""
         ordered = sorted(jobs, key=lambda job: -len(job[0]))
         futures = [self.executor.submit(_analyse, job) for job in ordered]
+        from concurrent.futures import as_completed
+
         for future in as_completed(futures):
             yield future.result()
 
