@@ -6,6 +6,9 @@ rules' examples. Reports how many inputs were tried and how many failed, by kind
 Properties, for every input:
 - check: `check_source` never raises and never reports `internal-error` (syntax and decoding
   errors are fine: mutated inputs are often not Python);
+- front ends: the skeleton front end (`check`'s default) and the libcst reference give the same
+  diagnostics, errors and suppression count, the prefilter bypassed so that every input is
+  analysed (a difference is a failure of its own kind, `front-ends-differ`, printed with its input);
 - fix (inputs that parse): `fix_source` never raises nor reports `internal-error`, its output
   parses, fixing it again changes nothing, and a bystander block (odd whitespace, comments, no
   hazard) placed next to the code comes out byte for byte.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import random
@@ -26,6 +30,11 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from offlint.analysis.engine import FileSettings
+    from offlint.diagnostics import FileReport
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -222,6 +231,10 @@ BYSTANDER = (
 )
 
 
+# failure kinds whose examples are printed with their input (the input decides the difference)
+PRINTED_WITH_INPUT = frozenset({"front-ends-differ"})
+
+
 def _newline(data: bytes) -> bytes:
     """CRLF for a file whose every line ends in CRLF; LF otherwise (mixed files included)."""
     crlf = data.count(b"\r\n")
@@ -244,6 +257,7 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
     except Exception as exc:
         return [("check-raised", f"{type(exc).__name__}: {exc}".splitlines()[0])]
     found += [("check-internal", e.message) for e in report.errors if e.kind is ErrorKind.INTERNAL]
+    found += front_end_failures(data, name, FileSettings(select=select))
     if not fix or report.errors:
         return found
     try:
@@ -292,6 +306,45 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
     return found
 
 
+def _outcome(report: FileReport) -> tuple[list[str], list[str], int]:
+    """What a user sees of one file's report: the diagnostics (with their fix safety), the errors,
+    the suppression count."""
+    diagnostics = [
+        f"{d.code} {d.location.line}:{d.location.column}-{d.location.end_line}:{d.location.end_column}"
+        f" {d.fix_safety.value} {d.message}"
+        for d in report.diagnostics
+    ]
+    return diagnostics, [f"{e.kind.value}: {e.message}" for e in report.errors], report.suppressed
+
+
+def front_end_failures(data: bytes, name: str, settings: FileSettings) -> list[tuple[str, str]]:
+    """[("front-ends-differ", what differs)] when the skeleton front end and the libcst reference
+    disagree on `data` (analysed whole: the prefilter is bypassed), else []."""
+    from offlint.analysis.engine import check_source
+
+    outcomes = []
+    for front_end in ("skeleton", "libcst"):
+        try:
+            report = check_source(
+                data, name, dataclasses.replace(settings, front_end=front_end), prefiltered=True
+            )
+        except Exception as exc:
+            return [("check-raised", f"{front_end} front end: {type(exc).__name__}: {exc}".splitlines()[0])]
+        outcomes.append(_outcome(report))
+    skeleton, reference = outcomes
+    if skeleton == reference:
+        return []
+    parts = []
+    for label, ours, theirs in zip(("diagnostics", "errors"), skeleton[:2], reference[:2], strict=True):
+        only_ours = [x for x in ours if x not in theirs]
+        only_theirs = [x for x in theirs if x not in ours]
+        if only_ours or only_theirs or ours != theirs:
+            parts.append(f"{label}: skeleton only {only_ours}, libcst only {only_theirs}")
+    if skeleton[2] != reference[2]:
+        parts.append(f"suppressed: skeleton {skeleton[2]}, libcst {reference[2]}")
+    return [("front-ends-differ", "; ".join(parts).replace("\n", " "))]
+
+
 def _run_chunk(job: tuple[list[int], bool]) -> list[tuple[int, str, list[tuple[str, str]], float, bool]]:
     numbers, do_fix = job
     seeds = corpus()
@@ -305,6 +358,11 @@ def _run_chunk(job: tuple[list[int], bool]) -> list[tuple[int, str, list[tuple[s
             found = [("harness", traceback.format_exc().splitlines()[-1])]
         out.append((n, origin, found, time.perf_counter() - started, do_fix))
     return out
+
+
+def _visible(line: str) -> str:
+    """`line` with every unprintable character but the tab escaped (`\\r`, `\\x0c`, `\\u2028`)."""
+    return "".join(c if c.isprintable() or c == "\t" else ascii(c)[1:-1] for c in line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -356,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     by_origin: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[dict[str, object]]] = collections.defaultdict(list)
     failed_inputs = 0
+    seeds = corpus()
     fixed_checked = sum(1 for r in results if r[4])
     for n, origin, found, _secs, _fix in results:
         by_origin[origin] += 1
@@ -364,7 +423,10 @@ def main(argv: list[str] | None = None) -> int:
         for kind, message in found:
             by_kind[kind] += 1
             if len(examples[kind]) < 5:
-                examples[kind].append({"input": n, "origin": origin, "message": message})
+                example: dict[str, object] = {"input": n, "origin": origin, "message": message}
+                if kind in PRINTED_WITH_INPUT:
+                    example["source"] = make_input(n, seeds)[1].decode("utf-8", "backslashreplace")
+                examples[kind].append(example)
     for n in crashed:
         by_kind["process-crash"] += 1
         failed_inputs += 1
@@ -388,9 +450,12 @@ def main(argv: list[str] | None = None) -> int:
         f"  failed inputs: {failed_inputs}",
     ]
     lines += [f"  {kind}: {count}" for kind, count in sorted(by_kind.items())] or ["  (no failures)"]
-    for kind, found in sorted(examples.items()):
-        for ex in found:
+    for kind, kind_examples in sorted(examples.items()):
+        for ex in kind_examples:
             lines.append(f"    e.g. {kind} input {ex['input']}: {ex.get('message', '')}")
+            if "source" in ex:
+                lines.append(f"      input {ex['input']} ({ex['origin']}), split at '\\n', other unprintables escaped:")
+                lines += [f"      | {_visible(line)}" for line in str(ex["source"]).split("\n")]
     lines.append("  slowest: " + ", ".join(f"#{r[0]} {r[3]:.2f}s" for r in slowest))
     text = "\n".join(lines) + "\n"
     print(text, end="")

@@ -3,8 +3,9 @@
 Inputs: offloader-shaped programs from a small statement grammar (streams, events, record / wait /
 wait_stream, `with torch.cuda.stream`, capture guards, graphs, hooks, early returns, random
 nesting), mutations of the fixtures and of the rules' examples, and arbitrary bytes.
-Properties: `check` never raises and never reports `internal-error`; `fix` output parses, is
-idempotent, and leaves bytes outside its edits (a bystander block, BOM, CRLF) unchanged.
+Properties: `check` never raises and never reports `internal-error`; its two front ends (the
+skeleton and the libcst reference) give the same results; `fix` output parses, is idempotent, and
+leaves bytes outside its edits (a bystander block, BOM, CRLF) unchanged.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from offlint.analysis import engine
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
-from offlint.diagnostics import ErrorKind
+from offlint.diagnostics import ErrorKind, FileReport
 
 _SPEC = importlib.util.spec_from_file_location(
     "offlint_fuzz", Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz.py"
@@ -60,8 +63,10 @@ def test_mutated_examples_and_fixtures(r: random.Random, index: int) -> None:
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_never_crash_check(data: bytes) -> None:
     # hazard tokens up front so the prefilter lets the bytes through to the parser
-    report = check_source(b"import torch\nclass Offloader:\n    def f(self):\n        self.e.wait()\n" + data, "b.py", FileSettings(select=ALL))
+    data = b"import torch\nclass Offloader:\n    def f(self):\n        self.e.wait()\n" + data
+    report = check_source(data, "b.py", FileSettings(select=ALL))
     assert all(e.kind is not ErrorKind.INTERNAL for e in report.errors), report.errors
+    assert fuzz.front_end_failures(data, "b.py", FileSettings(select=ALL)) == []
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -76,3 +81,21 @@ def test_fix_keeps_its_edits_on_code_cpython_refuses() -> None:
     for number in (1921, 4147, 6736):
         _, data = fuzz.make_input(number, SEEDS)
         _assert_ok(data)
+
+
+def test_front_end_differences_are_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A difference between the front ends is a failure of its own kind, with what differs."""
+    data = (fuzz.FIXTURES / "capture_hazards_zoo.py").read_bytes()
+    assert fuzz.failures_for(data, fix=False) == []
+    real = engine.check_source
+
+    def skeleton_misses_one(data: bytes, path: str, settings: FileSettings, **kw: bool) -> FileReport:
+        report = real(data, path, settings, **kw)
+        if settings.front_end == "skeleton":
+            report.diagnostics = report.diagnostics[1:]
+        return report
+
+    monkeypatch.setattr(engine, "check_source", skeleton_misses_one)
+    found = fuzz.front_end_failures(data, "zoo.py", FileSettings(select=ALL))
+    assert [kind for kind, _ in found] == ["front-ends-differ"]
+    assert "libcst only ['OFL" in found[0][1] and "skeleton only []" in found[0][1]
