@@ -26,9 +26,8 @@ from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, Lo
 if TYPE_CHECKING:
     import libcst as cst
 
-    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.model import ModelOptions, ModuleModel
     from offlint.analysis.rule import Finding, Rule
-    from offlint.analysis.skeleton import Skeleton
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,26 @@ def analyse_text(
     rules = selected_rules(settings.select)
     if not rules:
         return report
+    job = _Job(text, path, settings, rules, report, confirm_fixes)
     with _gc_paused():
-        return _analyse(text, path, settings, rules, report, confirm_fixes, front_end)
+        return _analyse(job, front_end)
+
+
+@dataclass
+class _Job:
+    """One file's analysis: its text and where the results go."""
+
+    text: str
+    path: str
+    settings: FileSettings
+    rules: list[Rule]
+    report: FileReport
+    confirm_fixes: bool
+
+    def options(self) -> ModelOptions:
+        from offlint.analysis.model import ModelOptions
+
+        return ModelOptions(capture_reachable=self.settings.capture_reachable)
 
 
 @contextmanager
@@ -169,15 +186,8 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _analyse(
-    text: str,
-    path: str,
-    settings: FileSettings,
-    rules: list[Rule],
-    report: FileReport,
-    confirm_fixes: bool,
-    front_end: str,
-) -> FileReport:
+def _analyse(job: _Job, front_end: str) -> FileReport:
+    text, path, report = job.text, job.path, job.report
     if front_end == "skeleton":
         started = time.perf_counter()
         tree, problem = parse_with_cpython(text)
@@ -189,7 +199,7 @@ def _analyse(
             from offlint.analysis.skeleton import SkeletonGap, TooLongChain
 
             try:
-                return _analyse_skeleton(text, tree, path, settings, rules, report, confirm_fixes)
+                return _analyse_skeleton(job, tree)
             except TooLongChain as exc:
                 report.diagnostics, report.suppressed = [], 0
                 report.errors.append(FileError(path, ErrorKind.TOO_DEEP, str(exc)))
@@ -200,7 +210,7 @@ def _analyse(
                 report.diagnostics = []
                 report.errors.append(parse_error(path, exc))
                 return report
-    return _analyse_libcst(text, path, settings, rules, report, confirm_fixes)
+    return _analyse_libcst(job)
 
 
 def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
@@ -220,89 +230,60 @@ def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
     return tree, None
 
 
-def _analyse_skeleton(
-    text: str,
-    tree: ast.Module,
-    path: str,
-    settings: FileSettings,
-    rules: list[Rule],
-    report: FileReport,
-    confirm_fixes: bool,
-) -> FileReport:
-    from offlint.analysis.model import ModelOptions, ModuleModel
+def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:
+    from offlint.analysis.model import ModuleModel
     from offlint.analysis.skeleton import build_skeleton
 
+    report = job.report
     started = time.perf_counter()
-    skeleton = build_skeleton(text, tree)
+    skeleton = build_skeleton(job.text, tree)
     report.parsed = True
     report.timings["skeleton"] = time.perf_counter() - started
     started = time.perf_counter()
-    model = ModuleModel(
-        skeleton.module,
-        ModelOptions(capture_reachable=settings.capture_reachable),
-        source_of=skeleton.source_of,
-        imports=skeleton.imports,
-    )
+    model = ModuleModel(skeleton.module, job.options(), source_of=skeleton.source_of, imports=skeleton.imports)
     report.timings["model"] = time.perf_counter() - started
     try:
-        return _report_skeleton_findings(text, tree, skeleton, model, path, settings, rules, report, confirm_fixes)
+        findings = _run_rules(job.rules, model, report)
+        if findings:
+            started = time.perf_counter()
+            from offlint.analysis.positions import ast_statement_spans
+
+            def locate_all(nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, tuple[int, int, int, int]]:
+                return {node: _span_of(skeleton.span(node), node) for node in nodes}
+
+            report.diagnostics, report.suppressed = _diagnostics(
+                job.path, job.text, findings, locate_all, lambda: ast_statement_spans(tree)
+            )
+            report.timings["position"] = time.perf_counter() - started
+        if job.confirm_fixes and any(d.fixable for d in report.diagnostics):
+            _confirm_fixes_with_libcst(job, model)
     finally:
         model.dispose()
-
-
-def _report_skeleton_findings(
-    text: str,
-    tree: ast.Module,
-    skeleton: Skeleton,
-    model: ModuleModel,
-    path: str,
-    settings: FileSettings,
-    rules: list[Rule],
-    report: FileReport,
-    confirm_fixes: bool,
-) -> FileReport:
-    from offlint.analysis.model import ModelOptions, ModuleModel
-
-    findings = _run_rules(rules, model, report)
-    if findings:
-        started = time.perf_counter()
-        from offlint.analysis.positions import ast_statement_spans
-
-        def locate_all(nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, tuple[int, int, int, int]]:
-            return {node: _span_of(skeleton.span(node), node) for node in nodes}
-
-        report.diagnostics, report.suppressed = _diagnostics(
-            path, text, findings, locate_all, lambda: ast_statement_spans(tree)
-        )
-        report.timings["position"] = time.perf_counter() - started
-    if confirm_fixes and any(d.fixable for d in report.diagnostics):
-        # the fixers plan on a lossless tree: parse this file with libcst, as `fix` would, unless
-        # no fixer gets as far as writing code on the skeleton
-        started = time.perf_counter()
-        from offlint.fixing.availability import (
-            confirm_fix_availability,
-            fixers_may_plan,
-            without_fixes,
-        )
-
-        if not fixers_may_plan(model, settings, report.diagnostics):
-            report.diagnostics = without_fixes(report.diagnostics)
-            report.timings["fix availability"] = time.perf_counter() - started
-            return report
-        import libcst
-
-        problem = nesting_problem(text)
-        if problem is not None:
-            report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
-            report.diagnostics = []
-            return report
-        full = ModuleModel(
-            libcst.parse_module(text), ModelOptions(capture_reachable=settings.capture_reachable)
-        )
-        report.diagnostics = confirm_fix_availability(full, settings, report.diagnostics)
-        full.dispose()
-        report.timings["fix availability"] = time.perf_counter() - started
     return report
+
+
+def _confirm_fixes_with_libcst(job: _Job, skeleton_model: ModuleModel) -> None:
+    """The fixers plan on a lossless tree: parse the file with libcst, as `fix` would, unless no
+    fixer gets as far as writing code on the skeleton."""
+    import libcst
+
+    from offlint.analysis.model import ModuleModel
+    from offlint.fixing.availability import confirm_fix_availability, fixers_may_plan, without_fixes
+
+    report = job.report
+    started = time.perf_counter()
+    if not fixers_may_plan(skeleton_model, job.settings, report.diagnostics):
+        report.diagnostics = without_fixes(report.diagnostics)
+    else:
+        problem = nesting_problem(job.text)
+        if problem is not None:
+            report.errors.append(FileError(job.path, ErrorKind.TOO_DEEP, problem))
+            report.diagnostics = []
+            return
+        full = ModuleModel(libcst.parse_module(job.text), job.options())
+        report.diagnostics = confirm_fix_availability(full, job.settings, report.diagnostics)
+        full.dispose()
+    report.timings["fix availability"] = time.perf_counter() - started
 
 
 def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple[int, int, int, int]:
@@ -322,14 +303,13 @@ def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> lis
     return findings
 
 
-def _analyse_libcst(
-    text: str, path: str, settings: FileSettings, rules: list[Rule], report: FileReport, confirm_fixes: bool
-) -> FileReport:
+def _analyse_libcst(job: _Job) -> FileReport:
     """The reference path: libcst's own parser (also what `fix` analyses)."""
+    text, path, settings, report = job.text, job.path, job.settings, job.report
     started = time.perf_counter()
     import libcst
 
-    from offlint.analysis.model import ModelOptions, ModuleModel
+    from offlint.analysis.model import ModuleModel
 
     report.timings["import"] = time.perf_counter() - started
     started = time.perf_counter()
@@ -344,9 +324,9 @@ def _analyse_libcst(
         report.parsed = True
         report.timings["parse"] = report.timings.get("parse", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
-        model = ModuleModel(module, ModelOptions(capture_reachable=settings.capture_reachable))
+        model = ModuleModel(module, job.options())
         report.timings["model"] = time.perf_counter() - started
-        findings = _run_rules(rules, model, report)
+        findings = _run_rules(job.rules, model, report)
         if findings:
             started = time.perf_counter()
             from offlint.analysis.positions import libcst_locator, libcst_statement_spans
@@ -355,7 +335,7 @@ def _analyse_libcst(
                 path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module)
             )
             report.timings["position"] = time.perf_counter() - started
-        if confirm_fixes and any(d.fixable for d in report.diagnostics):
+        if job.confirm_fixes and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
             from offlint.fixing.availability import confirm_fix_availability
 
@@ -380,11 +360,12 @@ def _diagnostics(
 ) -> tuple[list[Diagnostic], int]:
     """Diagnostics for the findings: positions (1-based lines, 0-based columns from `locate`),
     messages from the catalogue, duplicates and suppressed findings dropped."""
+    from offlint.analysis.skeleton import source_lines
     from offlint.catalogue import load_catalogue
     from offlint.suppression import resolve_pending, scan_comments
 
     catalogue = load_catalogue()
-    lines = text.splitlines()
+    lines = source_lines(text)
     suppressions = scan_comments(text)
     if suppressions.pending:  # own-line directives need every statement's span
         resolve_pending(suppressions, statement_spans(), lines)

@@ -792,7 +792,14 @@ class _BodyWalker:
             if stmt.finalbody is not None:
                 self.block(stmt.finalbody.body, ctx)
             return after
-        # match and anything else: walk children blocks in the same context
+        if isinstance(stmt, cst.Match):
+            self.expression(stmt.subject, stmt, ctx)
+            for case in stmt.cases:
+                if case.guard is not None:
+                    self.expression(case.guard, stmt, ctx)
+                self.block(case.body, ctx)
+            return ctx
+        # anything else: walk children blocks in the same context
         for child in child_nodes(stmt):
             if isinstance(child, cst.BaseSuite):
                 self.block(child, ctx)

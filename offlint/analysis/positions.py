@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
+from offlint.analysis.skeleton import source_lines
 from offlint.analysis.syntax import walk
 
 
@@ -97,7 +98,7 @@ def locate(module: cst.Module, text: str, nodes: Collection[cst.CSTNode]) -> dic
     units = _units(list(module.body), tree.body, wanted)
     if units is None:
         return whole_module_positions(module)
-    source_lines = text.splitlines()
+    lines_of_source = source_lines(text)
     ranges: dict[cst.CSTNode, CodeRange] = {}
     for statement, first_line in units:
         alone = statement.with_changes(leading_lines=())
@@ -108,13 +109,13 @@ def locate(module: cst.Module, text: str, nodes: Collection[cst.CSTNode]) -> dic
             default_indent=module.default_indent,
             default_newline=module.default_newline,
         )
-        mini_lines = mini.code.splitlines()
+        mini_lines = source_lines(mini.code)
         shift = first_line - 1
         for node, where in MetadataWrapper(mini, unsafe_skip_copy=True).resolve(PositionProvider).items():
             target = statement if node is alone else node
             ranges[target] = CodeRange(
-                _real(where.start, shift, mini_lines, source_lines),
-                _real(where.end, shift, mini_lines, source_lines),
+                _real(where.start, shift, mini_lines, lines_of_source),
+                _real(where.end, shift, mini_lines, lines_of_source),
             )
     if any(node not in ranges for node in nodes):  # be exact, not clever
         return whole_module_positions(module)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -149,7 +150,7 @@ class Skeleton:
 
     def _column(self, line: int, byte_column: int) -> int:
         if self._lines is None:
-            self._lines = self.text.split("\n")
+            self._lines = source_lines(self.text)
         text = self._lines[line - 1] if line <= len(self._lines) else ""
         if text.isascii():
             return byte_column
@@ -157,12 +158,7 @@ class Skeleton:
 
     def _starts(self) -> list[int]:
         if self._line_starts is None:
-            starts = [0]
-            at = self.text.find("\n")
-            while at >= 0:
-                starts.append(at + 1)
-                at = self.text.find("\n", at + 1)
-            self._line_starts = starts
+            self._line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(self.text))]
         return self._line_starts
 
 
@@ -194,7 +190,7 @@ class _Span:
 class _Builder:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.split("\n")
+        self.lines = source_lines(text)
         self.origin: dict[int, Any] = {}
         self.imports: list[Any] = []
     def _made(self, node: Any, source: Any) -> Any:
@@ -517,7 +513,8 @@ class _Builder:
         if isinstance(value, bool):  # pragma: no cover - handled above
             return _make(cst.Name, value=str(value))
         if isinstance(value, int):
-            return _make(cst.Integer, value=str(value))
+            # the digits are never read; str() refuses ints over 4300 digits
+            return _make(cst.Integer, value=str(value) if value.bit_length() < 10_000 else "0")
         if isinstance(value, float):
             return _make(cst.Float, value=repr(value))
         if isinstance(value, complex):
@@ -749,6 +746,16 @@ if hasattr(ast, "TryStar"):
 
 
 # ---------------------------------------------------------------------------- helpers
+
+# what ends a line for Python's tokenizer (and so for ast's line numbers): not `str.splitlines`,
+# which also breaks at form feeds, U+2028 and friends
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """`text`'s lines as Python numbers them."""
+    return _LINE_BREAK.split(text)
+
 
 
 def _dotted(name: str) -> Any:
