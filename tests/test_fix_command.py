@@ -118,6 +118,19 @@ def test_bom_and_crlf_round_trip(tmp_path: Path) -> None:
     assert b"\n" not in fixed.replace(b"\r\n", b"")
 
 
+def test_crlf_reaches_the_line_breaks_inside_a_generated_docstring(tmp_path: Path) -> None:
+    # the end-of-forward join helper has a multi-line docstring: its line breaks are string bytes,
+    # which libcst does not render in the module's style (found by benchmarks/fuzz.py, input 8889)
+    source = Path(__file__).resolve().parent.parent / "fixtures/golden/module_offloader_no_owner/in.py"
+    path = tmp_path / "crlf.py"
+    path.write_bytes(source.read_bytes().replace(b"\n", b"\r\n"))
+    assert _run("--apply", "--strategy", "overlap", str(path))[0] == 0
+    fixed = path.read_bytes()
+    assert b'"""End-of-forward join of the offloaders given to\r\n' in fixed
+    assert b"\n" not in fixed.replace(b"\r\n", b"")
+    assert fixed.replace(b"\r\n", b"\n") == (source.parent / "out_overlap.py").read_bytes()
+
+
 def test_changed_on_disk_is_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_bytes(b"new contents\n")

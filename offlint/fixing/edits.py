@@ -3,7 +3,9 @@ fixes, applied in one libcst pass; and the `Edit`s reported for them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -98,7 +100,12 @@ class StatementPlan:
         self.records.append(_Record(node, rules, title))
 
     def apply(self, module: cst.Module) -> cst.Module:
-        result = module.visit(_PlanApplier(self._ops))
+        ops = self._ops
+        if module.default_newline != "\n":
+            # written with `\n`: libcst renders line ends in the module's style, but not the line
+            # breaks inside a string literal (a generated docstring), which are its bytes
+            ops = {anchor: _in_newline_style(op, module.default_newline) for anchor, op in ops.items()}
+        result = module.visit(_PlanApplier(ops))
         assert isinstance(result, cst.Module)
         return result
 
@@ -122,6 +129,38 @@ class StatementPlan:
                 )
             )
         return out
+
+
+_LONE_LF = re.compile(r"(?<!\r)\n")
+
+
+class _StringNewlines(cst.CSTTransformer):
+    def __init__(self, newline: str) -> None:
+        super().__init__()
+        self.newline = newline
+
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
+        return updated_node.with_changes(value=_LONE_LF.sub(self.newline, updated_node.value))
+
+    def leave_FormattedStringText(
+        self, original_node: cst.FormattedStringText, updated_node: cst.FormattedStringText
+    ) -> cst.FormattedStringText:
+        return updated_node.with_changes(value=_LONE_LF.sub(self.newline, updated_node.value))
+
+
+def _in_newline_style(op: _Ops, newline: str) -> _Ops:
+    """`op` with the line breaks inside its new string literals in the module's style."""
+    convert = _StringNewlines(newline)
+
+    def each(nodes: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        return [cast(cst.BaseStatement, node.visit(convert)) for node in nodes]
+
+    replacement = op.replacement
+    if isinstance(replacement, cst.CSTNode):
+        replacement = replacement.visit(convert)
+    return _Ops(before=each(op.before), after=each(op.after), replacement=replacement)
 
 
 class _PlanApplier(cst.CSTTransformer):
