@@ -17,9 +17,9 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from offlint.analysis.guard import DEPTH_MESSAGES, nesting_problem
+from offlint.analysis.guard import nesting_problem, parse_with_cpython
 from offlint.analysis.prefilter import plan_for
 from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, Location
 
@@ -211,23 +211,6 @@ def _analyse(job: _Job, front_end: str) -> FileReport:
                 report.errors.append(parse_error(path, exc))
                 return report
     return _analyse_libcst(job)
-
-
-def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
-    """(tree, None), or (None, reason) for code nested too deeply to analyse, or (None, None)
-    when CPython cannot parse the text (libcst then reports the syntax error)."""
-    try:
-        tree = cast(ast.Module, compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
-    except (RecursionError, MemoryError):
-        return None, "code is nested too deeply for Python to parse"
-    except SyntaxError as exc:
-        message = str(exc.msg)
-        if any(m in message for m in DEPTH_MESSAGES):
-            return None, f"code is nested too deeply to parse ({message})"
-        return None, None
-    except (ValueError, OverflowError):
-        return None, None
-    return tree, None
 
 
 def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:

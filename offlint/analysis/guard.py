@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from itertools import accumulate
+from typing import cast
 
 SCREEN_BYTES = 512_000  # files above this are always checked with CPython's parser
 SCREEN_LINE = 1_000  # so are files with a line this long
@@ -61,21 +62,31 @@ def _needs_screening(text: str) -> bool:
     )
 
 
+def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
+    """CPython's tree of `text` and None; or None and a one-line reason when the code is nested
+    too deeply for any Python; or (None, None) when CPython cannot parse it otherwise (a syntax
+    error, or syntax newer than this Python: libcst then has the say)."""
+    try:
+        tree = compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return None, "code is nested too deeply for Python to parse"
+    except SyntaxError as exc:
+        message = str(exc.msg)
+        if any(m in message for m in DEPTH_MESSAGES):
+            return None, f"code is nested too deeply to parse ({message})"
+        return None, None
+    except (ValueError, OverflowError):
+        return None, None
+    return cast(ast.Module, tree), None
+
+
 def nesting_problem(text: str) -> str | None:
     """A one-line reason when `text` is too deeply nested to parse safely, else None."""
     if not _needs_screening(text):
         return None
-    try:
-        tree = compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (RecursionError, MemoryError):
-        return "code is nested too deeply for Python to parse"
-    except SyntaxError as exc:
-        message = str(exc.msg)
-        if any(m in message for m in DEPTH_MESSAGES):
-            return f"code is nested too deeply to parse ({message})"
-        return None  # a plain syntax error: libcst reports it with its own position
-    except (ValueError, OverflowError):
-        return None
+    tree, problem = parse_with_cpython(text)
+    if tree is None:
+        return problem  # a plain syntax error (None): libcst reports it with its own position
     try:
         for node in ast.walk(tree):
             if isinstance(node, ast.BoolOp) and len(node.values) > MAX_CHAIN:
