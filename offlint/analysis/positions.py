@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from offlint.analysis.skeleton import source_lines
+from offlint.analysis.skeleton import is_small_statement, source_lines
 from offlint.analysis.syntax import walk
 
 
@@ -144,13 +144,6 @@ def libcst_statement_spans(module: cst.Module) -> list[tuple[int, int]]:
     return statement_spans(module, {n: (r.start.line, r.end.line) for n, r in ranges.items()})
 
 
-_SIMPLE = (
-    ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Assert,
-    ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Pass, ast.Break, ast.Continue,
-    ast.Delete,
-)  # fmt: skip
-
-
 def ast_statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
     """`suppression.statement_spans` from CPython's tree: a line of simple statements whole
     (`a; b` is one), a compound statement's header with its decorators."""
@@ -159,7 +152,7 @@ def ast_statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
     def block(body: list[ast.stmt]) -> None:
         line_end = -1
         for stmt in body:
-            if isinstance(stmt, _SIMPLE) or type(stmt).__name__ == "TypeAlias":
+            if is_small_statement(stmt):
                 end = stmt.end_lineno or stmt.lineno
                 if spans and stmt.lineno == line_end:
                     spans[-1] = (spans[-1][0], end)

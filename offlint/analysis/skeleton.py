@@ -204,7 +204,7 @@ class _Builder:
         line: list[Any] = []
         line_end = -1
         for stmt in body:
-            if isinstance(stmt, _SMALL_STATEMENTS) or _is_type_alias(stmt):
+            if is_small_statement(stmt):
                 small = self._small(stmt)
                 if line and stmt.lineno == line_end:
                     line.append(small)
@@ -219,7 +219,7 @@ class _Builder:
 
     def _suite(self, body: Sequence[ast.stmt]) -> Any:
         first = body[0]
-        if isinstance(first, _SMALL_STATEMENTS) and self._follows_code(first):
+        if is_small_statement(first) and self._follows_code(first):
             # `if x: a; b` - a body on its header's line holds small statements only
             return _make(cst.SimpleStatementSuite, body=[self._small(s) for s in body])
         return _make(cst.IndentedBlock, body=self.statements(body), indent=None)
@@ -766,9 +766,9 @@ def _dotted(name: str) -> Any:
     return node
 
 
-def _is_type_alias(stmt: ast.stmt) -> bool:
-    return type(stmt).__name__ == "TypeAlias"
-
+def is_small_statement(stmt: ast.stmt) -> bool:
+    """A statement libcst groups into a `SimpleStatementLine` (`type X = ...` is one too)."""
+    return isinstance(stmt, _SMALL_STATEMENTS) or type(stmt).__name__ == "TypeAlias"
 
 def _first_line(stmt: ast.stmt) -> int:
     decorators = getattr(stmt, "decorator_list", None)
