@@ -47,12 +47,20 @@ class Discovered:
 def display_path(path: Path, cwd: Path) -> str:
     # a link is shown by its own name (not its target's) when it lies below cwd
     # os.path.realpath, unlike Path.resolve on 3.10/3.11, never raises on a symlink loop
-    for candidate in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):
-        try:
-            return candidate.relative_to(cwd).as_posix()
-        except ValueError:
-            continue
-    return path.as_posix()
+    relative = _below(str(cwd), os.path.abspath(path), os.path.realpath(path))
+    return relative if relative is not None else path.as_posix()
+
+
+def _below(cwd: str, *candidates: str) -> str | None:
+    """The first candidate (an absolute path) relative to `cwd`, `.` for cwd itself; None when
+    none lies below it."""
+    root = cwd.rstrip("/") + "/"
+    for candidate in candidates:
+        if candidate == cwd:
+            return "."
+        if candidate.startswith(root):
+            return candidate[len(root) :]
+    return None
 
 
 def _is_virtualenv(folder: str) -> bool:
@@ -158,11 +166,9 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
 
 
 def _display_folder(folder: str, real_folder: str, cwd: str) -> str | None:
-    """A folder's display prefix (relative to cwd, as `display_path` gives), or None to ask
+    """A folder's display prefix (`display_path` of its files, less their names), or None to ask
     `display_path` per file."""
-    for candidate in (os.path.abspath(folder), real_folder):
-        if candidate == cwd:
-            return ""
-        if candidate.startswith(cwd.rstrip("/") + "/"):
-            return candidate[len(cwd.rstrip("/")) + 1 :] + "/"
-    return None
+    relative = _below(cwd, os.path.abspath(folder), real_folder)
+    if relative is None:
+        return None
+    return "" if relative == "." else relative + "/"
