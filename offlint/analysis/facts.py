@@ -210,7 +210,7 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
             return StreamRole.UNKNOWN
         values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
         if not values:
-            values = [v for v in _global_values(model, expr.value) if not _is_none(v)]
+            values = [v for v in global_values(model, expr.value) if not _is_none(v)]
             if not values:
                 return StreamRole.UNKNOWN
         roles = {stream_role(model, v, fn, _depth + 1) for v in values}
@@ -237,7 +237,8 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
     return StreamRole.UNKNOWN
 
 
-def _global_values(model: ModuleModel, name: str) -> list[cst.BaseExpression]:
+def global_values(model: ModuleModel, name: str) -> list[cst.BaseExpression]:
+    """The values module-level `name = ...` statements assign."""
     out: list[cst.BaseExpression] = []
     for stmt in model.module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -402,15 +403,28 @@ def _in_this_call(
             continue
         if test(site) or (also is not None and also(site)):
             return True
-        target = model._called_function(site.node, fn)
-        if (
-            target is not None
-            and target is not fn
-            and _carries_key(fn, target, key)
-            and _anywhere(model, target, key, test, set())
-        ):
+        if _callee_satisfies(model, fn, site, fn, key, test):
             return True
     return _entered_after(model, fn, key, test, set(), before=before)
+
+
+def _callee_satisfies(
+    model: ModuleModel,
+    caller: FunctionInfo,
+    site: CallSite,
+    origin: FunctionInfo,
+    key: str,
+    test: Callable[[CallSite], bool],
+) -> bool:
+    """`site` calls a same-module function (other than `origin`) that receives stream `key` and
+    satisfies `test` somewhere inside."""
+    target = model._called_function(site.node, caller)
+    return (
+        target is not None
+        and target is not origin
+        and _carries_key(caller, target, key)
+        and _anywhere(model, target, key, test, set())
+    )
 
 
 # calls that take a stream argument without forking it
@@ -451,15 +465,8 @@ def _entered_after(
             window = [s for s in caller.calls if (s.order < site.order if before else s.order > site.order)]
             if any(test(s) for s in window):
                 return True
-            for other in window:
-                target = model._called_function(other.node, caller)
-                if (
-                    target is not None
-                    and target is not fn
-                    and _carries_key(caller, target, key)
-                    and _anywhere(model, target, key, test, set())
-                ):
-                    return True
+            if any(_callee_satisfies(model, caller, other, fn, key, test) for other in window):
+                return True
             if _entered_after(model, caller, key, test, seen, before):
                 return True
     return False

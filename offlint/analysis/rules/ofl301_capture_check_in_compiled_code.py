@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from offlint.analysis.facts import global_values
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ClassInfo, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
@@ -137,14 +138,7 @@ def _assigned_values(
             ):
                 values.append(assign.value)
         return values
-    for stmt in model.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-                ):
-                    values.append(small.value)
-    return values
+    return global_values(model, name)
 
 
 def _attr_forwards(model: ModuleModel, cls: ClassInfo, attr: str) -> list[FunctionInfo]:
