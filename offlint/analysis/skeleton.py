@@ -533,6 +533,11 @@ class _Builder:
         segment = _segment(self.lines, node)
         if segment is None:
             return [repr(node.value)]  # type: ignore[attr-defined]
+        body = segment.lstrip("rRbBuU")
+        quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
+        if quote and body.endswith(quote) and body.count(quote[0]) == 2 * len(quote):
+            # one literal: its quote character only opens and closes it (most strings)
+            return [repr(node.value)]  # type: ignore[attr-defined]
         try:
             tokens = _string_tokens(segment)
         except ValueError:
