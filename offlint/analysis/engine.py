@@ -1,10 +1,11 @@
 """Analyse one file: decode, prefilter, parse, model, run rules, position, suppress.
 
 Staged so that the expensive steps run only where they can matter: a file the prefilter
-(`prefilter.py`: selected rules' tokens, then the capture gate) rejects is never parsed; positions
-(a libcst metadata pass) and suppression comments are resolved only for files with at least one
-finding. libcst is imported only when a file is parsed, so a run that parses nothing (a warm cache,
-a tree with no candidate) never pays for the import.
+(`prefilter.py`: selected rules' tokens, then the capture gate) rejects is never parsed; the rest
+is parsed by CPython into a libcst-typed skeleton (`skeleton.py`), or by libcst itself (the
+reference, `front_end="libcst"`); positions and suppression comments are resolved only for files
+with at least one finding. libcst is imported only when a file is analysed, so a run that analyses
+nothing (a warm cache, a tree with no candidate) never pays for the import.
 """
 
 from __future__ import annotations
@@ -125,9 +126,7 @@ def check_source(
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
             return report
-    return analyse_text(
-        text, path, settings, report, confirm_fixes=confirm_fixes, front_end=settings.front_end
-    )
+    return analyse_text(text, path, settings, report, confirm_fixes=confirm_fixes)
 
 
 def analyse_text(
@@ -137,11 +136,10 @@ def analyse_text(
     report: FileReport,
     *,
     confirm_fixes: bool = True,
-    front_end: str = "skeleton",
 ) -> FileReport:
     """Parse, model, run the selected rules, position the findings.
 
-    `front_end="skeleton"` (what `check` uses): CPython's parser and a libcst-typed skeleton
+    `settings.front_end == "skeleton"` (what `check` uses): CPython's parser and a libcst-typed skeleton
     (`skeleton.py`); libcst itself parses only files with fixable findings, to confirm the fix.
     A file CPython cannot parse (a syntax error, syntax newer than this Python) or that the
     skeleton cannot answer for takes the libcst path, which is the reference (`"libcst"`).
@@ -151,7 +149,7 @@ def analyse_text(
         return report
     job = _Job(text, path, settings, rules, report, confirm_fixes)
     with _gc_paused():
-        return _analyse(job, front_end)
+        return _analyse(job)
 
 
 @dataclass
@@ -186,9 +184,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _analyse(job: _Job, front_end: str) -> FileReport:
+def _analyse(job: _Job) -> FileReport:
     text, path, report = job.text, job.path, job.report
-    if front_end == "skeleton":
+    if job.settings.front_end == "skeleton":
         started = time.perf_counter()
         tree, problem = parse_with_cpython(text)
         report.timings["parse"] = time.perf_counter() - started

@@ -125,8 +125,8 @@ class Skeleton:
     # id(skeleton node) -> the ast node it was made from (or a stand-in with positions)
     origin: dict[int, Any]
     imports: list[Any]  # the Import/ImportFrom statements, in source order
+    lines: list[str]  # `source_lines(text)`
     _line_starts: list[int] | None = None
-    _lines: list[str] | None = None
 
     def span(self, node: cst.CSTNode) -> tuple[int, int, int, int] | None:
         """(line, column, end line, end column) of `node`: 1-based lines, 0-based columns in
@@ -149,9 +149,7 @@ class Skeleton:
         return self.text[starts[where[0] - 1] + where[1] : starts[where[2] - 1] + where[3]]
 
     def _column(self, line: int, byte_column: int) -> int:
-        if self._lines is None:
-            self._lines = source_lines(self.text)
-        text = self._lines[line - 1] if line <= len(self._lines) else ""
+        text = self.lines[line - 1] if line <= len(self.lines) else ""
         if text.isascii():
             return byte_column
         return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="replace"))
@@ -174,7 +172,9 @@ def build_skeleton(text: str, tree: ast.Module) -> Skeleton:
         default_newline="\n",
         has_trailing_newline=text.endswith("\n"),
     )
-    return Skeleton(module=module, tree=tree, text=text, origin=builder.origin, imports=builder.imports)
+    return Skeleton(
+        module=module, tree=tree, text=text, origin=builder.origin, imports=builder.imports, lines=builder.lines
+    )
 
 
 @dataclass
