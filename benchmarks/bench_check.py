@@ -123,15 +123,17 @@ def ruff_cmd(path: Path) -> list[str]:
     return [RUFF, "check", "--select", "ALL", "-q", "--no-cache", "--exit-zero", str(path)]
 
 
-_TIMINGS_HEAD = re.compile(r"timings: (\d+) files: (\d+) from cache, (\d+) settled by the prefilter, (\d+) parsed")
+_TIMINGS_HEAD = re.compile(
+    r"timings: (\d+) files: (\d+) from cache \((\d+) not even read\), (\d+) settled by the prefilter, (\d+) parsed"
+)
 
 
 def parsed_count(stderr: str) -> dict[str, int]:
     match = _TIMINGS_HEAD.search(stderr)
     if not match:
         return {}
-    files, cached, settled, parsed = (int(g) for g in match.groups())
-    return {"files": files, "cached": cached, "prefiltered": settled, "parsed": parsed}
+    files, cached, unread, settled, parsed = (int(g) for g in match.groups())
+    return {"files": files, "cached": cached, "unread": unread, "prefiltered": settled, "parsed": parsed}
 
 
 def _check_offlint(run: Run, label: str) -> None:
@@ -151,19 +153,25 @@ class TreeResult:
     ruff: list[float] = field(default_factory=list)
     cold: list[float] = field(default_factory=list)
     warm: list[float] = field(default_factory=list)
+    # `offlint --version`: interpreter start-up, click and the CLI, the floor of any run
+    startup: list[float] = field(default_factory=list)
     ruff_peak_mb: float = 0.0
     cold_peak_mb: float = 0.0
     warm_peak_mb: float = 0.0
     internal_errors: int = 0
     warm_cached: list[int] = field(default_factory=list)  # files served from the cache per warm run
+    warm_unread: list[int] = field(default_factory=list)  # ... of which the stat index spared reading
 
     @property
     def summary(self) -> dict[str, float]:
-        ruff, cold, warm = (statistics.median(v) if v else float("nan") for v in (self.ruff, self.cold, self.warm))
+        ruff, cold, warm, startup = (
+            statistics.median(v) if v else float("nan") for v in (self.ruff, self.cold, self.warm, self.startup)
+        )
         return {
             "ruff_median_s": ruff,
             "cold_median_s": cold,
             "warm_median_s": warm,
+            "startup_median_s": startup,
             "cold_over_ruff": cold / ruff,
             "cold_over_warm": cold / warm,
         }
@@ -192,9 +200,16 @@ def bench_tree(name: str, path: Path, repeat: int, workdir: Path) -> TreeResult:
         warm = measure(offlint_cmd(path, cold=False), cwd)
         _check_offlint(warm, f"{name} warm")
         result.warm.append(warm.wall)
-        result.warm_cached.append(parsed_count(warm.stderr).get("cached", 0))
+        warm_counts = parsed_count(warm.stderr)
+        result.warm_cached.append(warm_counts.get("cached", 0))
+        result.warm_unread.append(warm_counts.get("unread", 0))
         result.warm_peak_mb = max(result.warm_peak_mb, warm.peak_rss / 1e6)
-        print(f"  {name}: ruff {ruff.wall:.2f}s  cold {cold.wall:.2f}s  warm {warm.wall:.2f}s", flush=True)
+        result.startup.append(measure([*OFFLINT, "--version"], cwd).wall)
+        print(
+            f"  {name}: ruff {ruff.wall:.2f}s  cold {cold.wall:.2f}s  warm {warm.wall:.3f}s"
+            f"  start-up {result.startup[-1]:.3f}s",
+            flush=True,
+        )
     return result
 
 
@@ -323,16 +338,20 @@ def render(payload: dict) -> str:
         f"command: {payload['command']}",
         "",
         f"{'tree':<11}{'files':>7}{'MB':>7}{'parsed':>8}{'ruff s':>9}{'cold s':>9}{'warm s':>9}"
-        f"{'cold/ruff':>10}{'cold/warm':>10}{'peak MB':>9}{'ruff MB':>9}",
+        f"{'cold/ruff':>10}{'cold/warm':>10}{'peak MB':>9}{'ruff MB':>9}{'start s':>9}",
     ]
     for tree in payload["trees"]:
         s = tree["summary"]
         lines.append(
             f"{tree['tree']:<11}{tree['files']:>7}{tree['megabytes']:>7.1f}{tree['parsed']:>8}"
-            f"{s['ruff_median_s']:>9.2f}{s['cold_median_s']:>9.2f}{s['warm_median_s']:>9.2f}"
+            f"{s['ruff_median_s']:>9.2f}{s['cold_median_s']:>9.2f}{s['warm_median_s']:>9.3f}"
             f"{s['cold_over_ruff']:>10.2f}{s['cold_over_warm']:>10.1f}{tree['cold_peak_mb']:>9.0f}"
-            f"{tree['ruff_peak_mb']:>9.0f}"
+            f"{tree['ruff_peak_mb']:>9.0f}{s.get('startup_median_s', float('nan')):>9.3f}"
         )
+    lines.append(
+        "start s: `offlint --version` (interpreter, click, the CLI): the floor under every run, warm ones"
+        " included"
+    )
     if payload.get("size_scaling"):
         lines += ["", "cold time vs tree size (hard-linked copies):"]
         base = payload["size_scaling"][0]
@@ -352,8 +371,9 @@ def render(payload: dict) -> str:
     for tree in payload["trees"]:
         lines.append(
             f"\n{tree['tree']} runs (s): ruff {', '.join(f'{w:.2f}' for w in tree['ruff'])};"
-            f" cold {', '.join(f'{w:.2f}' for w in tree['cold'])}; warm {', '.join(f'{w:.2f}' for w in tree['warm'])}"
-            f" (files from cache per warm run: {tree['warm_cached']})"
+            f" cold {', '.join(f'{w:.2f}' for w in tree['cold'])}; warm {', '.join(f'{w:.3f}' for w in tree['warm'])};"
+            f" start-up {', '.join(f'{w:.3f}' for w in tree.get('startup', []))}"
+            f" (files from cache per warm run: {tree['warm_cached']}, not even read: {tree.get('warm_unread')})"
         )
     return "\n".join(lines) + "\n"
 

@@ -169,6 +169,31 @@ def load_rule_file(path: Path) -> RuleSpec:
         raise CatalogueError(f"{path}: {exc}") from exc
 
 
+# the first table header ends a rule file's head (its top-level keys: code, name, message, ...)
+_FIRST_TABLE = re.compile(r"^\[", re.MULTILINE)
+
+
+@cache
+def default_selection() -> dict[str, bool]:
+    """Every rule code (in order) -> enabled by default. Selection needs no more, so this parses
+    only each file's head, not its docs and examples: a cached run reads nothing else from the
+    catalogue. A head that does not parse on its own is read whole."""
+    found: dict[str, bool] = {}
+    for path in sorted(catalogue_dir().glob("OFL*.toml")):
+        try:
+            text = path.read_text(encoding="utf-8")
+            cut = _FIRST_TABLE.search(text)
+            head = tomllib.loads(text[: cut.start()] if cut else text)
+            code, enabled = head["code"], head.get("default_enabled", True)
+            if not isinstance(code, str) or not CODE_PATTERN.match(code) or not isinstance(enabled, bool):
+                raise ValueError(code)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, ValueError):
+            spec = load_rule_file(path)
+            code, enabled = spec.code, spec.default_enabled
+        found[code] = enabled
+    return dict(sorted(found.items()))
+
+
 @cache
 def load_catalogue() -> dict[str, RuleSpec]:
     """Every rule spec by code, in code order."""

@@ -168,8 +168,7 @@ class ConfigFinder:
             dataclasses.replace(load_config_file(explicit), root=root) if explicit is not None else None
         )
         self.fallback = Config(root=root)
-        self._by_dir: dict[Path, Config] = {}
-        self._by_file_folder: dict[str, Config] = {}
+        self._by_dir: dict[str, Config] = {}
 
     def for_path(self, path: Path) -> Config:
         if self.explicit is not None:
@@ -177,32 +176,30 @@ class ConfigFinder:
         folder = path.resolve()
         if not folder.is_dir():
             folder = folder.parent
-        return self._for_dir(folder)
+        return self._for_dir(str(folder))
 
-    def for_file(self, path: Path) -> Config:
-        """`for_path` for a file, memoised by the folder it is named in (one `resolve` per
-        folder, not per file); a linked file is looked up where it points."""
+    def for_real_folder(self, folder: str) -> Config:
+        """`for_path` of a folder whose path is already resolved (no `resolve` again)."""
         if self.explicit is not None:
             return self.explicit
-        text = os.fspath(path)
-        if os.path.islink(text):
-            return self.for_path(path)
-        folder = os.path.dirname(text)
-        found = self._by_file_folder.get(folder)
-        if found is None:
-            found = self._by_file_folder[folder] = self._for_dir(Path(os.path.realpath(folder or ".")))
-        return found
+        return self._for_dir(folder)
 
-    def _for_dir(self, folder: Path) -> Config:
+    def for_real_file(self, real: str) -> Config:
+        """The config of a file by its resolved path (a linked file's is where it points)."""
+        return self.for_real_folder(os.path.dirname(real))
+
+    def _for_dir(self, folder: str) -> Config:
+        # plain strings, not Paths: a big tree asks this for every folder it holds
         cached = self._by_dir.get(folder)
         if cached is not None:
             return cached
-        candidate = folder / "pyproject.toml"
+        candidate = os.path.join(folder, "pyproject.toml")
         config: Config | None = None
-        if candidate.is_file() and _has_offlint_table(candidate):
-            config = load_config_file(candidate)
-        elif folder.parent != folder:
-            config = self._for_dir(folder.parent)
+        parent = os.path.dirname(folder)
+        if os.path.isfile(candidate) and _has_offlint_table(Path(candidate)):
+            config = load_config_file(Path(candidate))
+        elif parent != folder:
+            config = self._for_dir(parent)
         else:
             config = self.fallback
         self._by_dir[folder] = config

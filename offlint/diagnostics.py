@@ -86,6 +86,7 @@ class RunReport:
     files: list[FileReport] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)  # errors not tied to one analysed file
     timings: dict[str, float] = field(default_factory=dict)
+    unread: int = 0  # cached files the stat index knew unchanged: neither read nor hashed
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -105,19 +106,35 @@ def test_new_version_starts_from_an_empty_cache(project: Path, monkeypatch: pyte
 
 
 def test_rule_changes_change_the_engine_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The key covers offlint's code and the catalogue: an edited rule is a new engine."""
+    """The key covers offlint's code and the catalogue: an edited rule is a new engine. Sources
+    count by size and mtime (as Python's bytecode cache does), so a same-size edit shows through
+    its mtime, and a new module through its name."""
     before = cache_module.engine_key()
     fake = tmp_path / "pkg"
     (fake / "analysis").mkdir(parents=True)
-    (fake / "analysis" / "x.py").write_text("A = 1\n", encoding="utf-8")
+    module = fake / "analysis" / "x.py"
+    module.write_text("A = 1\n", encoding="utf-8")
+    os.utime(module, ns=(1_000_000_000, 1_000_000_000))
     monkeypatch.setattr(cache_module, "_PACKAGE", fake)
-    cache_module.engine_key.cache_clear()
+    keys = [before]
     try:
-        one = cache_module.engine_key()
-        (fake / "analysis" / "x.py").write_text("A = 2\n", encoding="utf-8")
+        for edit in ("same size", "new size", "new module", "cache folder"):
+            cache_module.engine_key.cache_clear()
+            keys.append(cache_module.engine_key())
+            if edit == "same size":
+                module.write_text("A = 2\n", encoding="utf-8")
+                os.utime(module, ns=(2_000_000_000, 2_000_000_000))
+            elif edit == "new size":
+                module.write_text("A = 22\n", encoding="utf-8")
+            elif edit == "new module":
+                (fake / "y.py").write_text("", encoding="utf-8")
+            else:  # byte-compiled files are not sources
+                (fake / "__pycache__").mkdir()
+                (fake / "__pycache__" / "z.py").write_text("", encoding="utf-8")
         cache_module.engine_key.cache_clear()
-        two = cache_module.engine_key()
-        assert len({before, one, two}) == 3
+        keys.append(cache_module.engine_key())
+        assert len(set(keys[:-1])) == 5
+        assert keys[-1] == keys[-2]
     finally:
         monkeypatch.undo()
         cache_module.engine_key.cache_clear()
@@ -177,3 +194,78 @@ def test_concurrent_writers_merge(project: Path) -> None:
     merged = cache_module.ResultCache(root)
     assert merged.get("a:1", "a.py") is not None and merged.get("b:1", "b.py") is not None
     assert not list(root.glob(".results-*"))  # no temporary files left behind
+
+
+# ---------------------------------------------------------------- the stat index
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Spy on the run's file reads (the real function still runs)."""
+    from offlint.analysis import run as run_module
+
+    seen: list[str] = []
+    real_read = run_module.read_file_and_stat
+
+    def spy(found):  # type: ignore[no-untyped-def]
+        seen.append(found.display)
+        return real_read(found)
+
+    monkeypatch.setattr(run_module, "read_file_and_stat", spy)
+    return seen
+
+
+def test_unchanged_files_are_not_read_again(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0)  # the tree was written just now
+    reads = count_reads(monkeypatch)
+    first = check(project)
+    assert len(reads) == len(first.files)
+    reads.clear()
+    second = check(project)
+    assert reads == [], "a file the index knows unchanged must not be read"
+    assert cached(second) == {f.path for f in second.files}
+    assert summary(second) == summary(first) == summary(check(project, use_cache=False))
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_seen(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ctime changes on every write and cannot be set back: the index sees through `touch -d`."""
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0)
+    target = project / "src" / "plain.py"
+    os.utime(target, ns=(1_000_000_000, 1_000_000_000))
+    check(project)
+    before = target.stat()
+    target.write_text("def f(x):\n    return x - 1\n", encoding="utf-8")
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (target.stat().st_size, target.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    reads = count_reads(monkeypatch)
+    again = check(project)
+    assert reads == ["src/plain.py"]
+    assert "src/plain.py" not in cached(again)
+
+
+def test_files_changed_just_now_are_never_indexed(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Racy files (changed within RACY_SECONDS of the run) are read every time, but their
+    results still come from the content-keyed cache."""
+    old = project / "src" / "plain.py"
+    stamp = 1_000_000_000
+    os.utime(old, ns=(stamp, stamp))
+    first = check(project)
+    (written,) = (project / ".offlint_cache").glob("results-*.json")
+    index = json.loads(written.read_bytes())["files"]
+    # every file's ctime is recent (os.utime sets it), so nothing is indexed yet
+    assert index == {}
+    reads = count_reads(monkeypatch)
+    second = check(project)
+    assert len(reads) == len(first.files)
+    assert cached(second) == {f.path for f in second.files}
+
+
+def test_a_moved_file_is_found_by_content(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0)
+    check(project)
+    source = next(iter(sorted((project / "src").glob("ofl101_bad*.py"))))
+    source.rename(project / "src" / "renamed.py")
+    reads = count_reads(monkeypatch)
+    again = check(project)
+    assert reads == ["src/renamed.py"]
+    assert "src/renamed.py" in cached(again)
+    assert summary(again) == summary(check(project, use_cache=False))

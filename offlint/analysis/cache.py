@@ -3,8 +3,14 @@
 A file's result is a function of its bytes, the settings that apply to it (selection, configured
 capture-reachable names) and the analysis itself (offlint's version, its source code, the rule
 catalogue, libcst's version). The first two form each entry's key; the third names the cache
-file, so a new offlint or an edited rule starts from an empty cache. Nothing is keyed on paths or
-modification times: a result found under a content hash is right whatever the file is called.
+file, so a new offlint or an edited rule starts from an empty cache. Results are keyed on
+content, never on paths: a result found under a content hash is right whatever the file is called.
+
+A stat index in front of it spares a warm run reading and hashing every file (as git's index and
+ruff's cache do): resolved path -> (size, mtime, ctime, inode) -> content hash. ctime cannot be set
+by a user (`touch -d` sets mtime only) and changes on every write, so an edit that keeps size and
+mtime is still seen. A file changed within `RACY_SECONDS` of the run is never indexed: a second
+edit inside the same timestamp tick could otherwise go unseen (git's "racily clean" entries).
 
 Robustness: the cache is JSON (never pickle: a cache folder can come with a checked-out tree),
 written to a temporary file and renamed into place, so readers see an old or a new file, never
@@ -16,22 +22,26 @@ runs merge: each writer re-reads what is on disk just before replacing it. Entri
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from offlint import __version__
+
+try:  # blake2b without loading OpenSSL (hashlib's import costs a warm run ~2 ms more)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without the builtin module
+    from hashlib import blake2b
 from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, FixSafety, Location
 
 CACHE_DIR_NAME = ".offlint_cache"
-FORMAT = 1
+FORMAT = 2
 MAX_AGE_DAYS = 30
+RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -52,32 +62,57 @@ def _libcst_version() -> str:
 
 @cache
 def engine_key() -> str:
-    """Everything global a result depends on: versions, offlint's code, the rule catalogue."""
-    digest = hashlib.blake2b(digest_size=16)
+    """Everything global a result depends on: versions, offlint's code, the rule catalogue.
+
+    Code and rule files count by name, size and modification time, not by bytes: the signal
+    Python's own import system trusts to re-compile a module, so the cache is never staler than
+    the code running, and a warm run reads none of them."""
+    digest = blake2b(digest_size=16)
     for part in (str(FORMAT), __version__, _libcst_version(), f"{sys.version_info[:2]}"):
         digest.update(part.encode() + b"\0")
-    sources = sorted(_PACKAGE.rglob("*.py"))
+    sources = _files_below(str(_PACKAGE), ".py")
     try:
         from offlint.catalogue import catalogue_dir
 
-        sources += sorted(catalogue_dir().glob("*.toml"))
+        sources += _files_below(str(catalogue_dir()), ".toml")
     except Exception:  # pragma: no cover - no catalogue: the run fails elsewhere
         pass
     for path in sources:
         try:
-            digest.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            info = os.stat(path)
+            signature = f"{info.st_size}:{info.st_mtime_ns}"
         except OSError:
-            digest.update(path.as_posix().encode() + b"\0?\0")
+            signature = "?"
+        digest.update(f"{path}\0{signature}\0".encode())
     return digest.hexdigest()
 
 
-def content_key(data: bytes, settings_key: str) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest() + ":" + _settings_digest(settings_key)
+def _files_below(folder: str, suffix: str) -> list[str]:
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(folder) as listing:
+        for entry in listing:
+            if entry.name.endswith(suffix) and entry.is_file():
+                found.append(entry.path)
+            elif entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                found.extend(_files_below(entry.path, suffix))
+    return sorted(found)
+
+
+def content_digest(data: bytes) -> str:
+    return blake2b(data, digest_size=16).hexdigest()
+
+
+def result_key(digest: str, settings_key: str) -> str:
+    return digest + ":" + _settings_digest(settings_key)
+
+
+def stat_signature(info: os.stat_result) -> list[int]:
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
 @cache
 def _settings_digest(settings_key: str) -> str:
-    return hashlib.blake2b(settings_key.encode(), digest_size=8).hexdigest()
+    return blake2b(settings_key.encode(), digest_size=8).hexdigest()
 
 
 def _today() -> int:
@@ -91,41 +126,60 @@ class ResultCache:
         self.folder = folder
         self.engine = key or engine_key()
         self.path = folder / f"results-{self.engine[:24]}.json"
-        self.entries: dict[str, dict[str, Any]] = {}
         self.fresh: dict[str, dict[str, Any]] = {}  # written this run
         self.touched: set[str] = set()
-        self.hits = 0
-        self.misses = 0
         self.today = _today()
-        self.entries = self._read()
+        # files changed after this are too fresh to index
+        self.racy_after_ns = time.time_ns() - RACY_SECONDS * 1_000_000_000
+        # stat index: resolved path -> [size, mtime_ns, ctime_ns, inode, content digest, day used]
+        self.fresh_index: dict[str, list[Any]] = {}
+        self.touched_index: set[str] = set()
+        self.entries, self.index = self._read()
 
     @classmethod
     def at(cls, root: Path) -> ResultCache:
         return cls(root / CACHE_DIR_NAME)
 
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _read(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
         try:
             raw = json.loads(self.path.read_bytes())
         except (OSError, ValueError, UnicodeDecodeError):
-            return {}
+            return {}, {}
         if not isinstance(raw, dict) or raw.get("engine") != self.engine:
-            return {}
+            return {}, {}
         entries = raw.get("entries")
-        return entries if isinstance(entries, dict) else {}
+        index = raw.get("files")
+        return (entries if isinstance(entries, dict) else {}), (index if isinstance(index, dict) else {})
+
+    # ---------------------------------------------------------------- stat index
+    def known_digest(self, real: str, info: os.stat_result) -> str | None:
+        """The content digest of a file unchanged since it was indexed, else None."""
+        row = self.index.get(real)
+        if not isinstance(row, list) or len(row) != 6 or row[:4] != stat_signature(info):
+            return None
+        if row[5] != self.today:
+            self.touched_index.add(real)
+        digest = row[4]
+        return digest if isinstance(digest, str) else None
+
+    def remember(self, real: str, info: os.stat_result, digest: str) -> None:
+        """Index a file just read; not one changed so recently that a same-tick edit may follow."""
+        if max(info.st_mtime_ns, info.st_ctime_ns) >= self.racy_after_ns:
+            return
+        row = [*stat_signature(info), digest, self.today]
+        if self.index.get(real) != row:
+            self.fresh_index[real] = row
 
     # ---------------------------------------------------------------- lookups
     def get(self, key: str, display: str) -> FileReport | None:
         entry = self.entries.get(key)
         if entry is None:
-            self.misses += 1
             return None
         try:
             report = _decode(entry, display)
         except (KeyError, TypeError, ValueError, IndexError):
             self.entries.pop(key, None)  # a bad entry is a miss, and is rewritten
-            self.misses += 1
             return None
-        self.hits += 1
         if entry.get("t") != self.today:
             self.touched.add(key)
         return report
@@ -140,16 +194,18 @@ class ResultCache:
     # ---------------------------------------------------------------- writing
     @property
     def dirty(self) -> bool:
-        return bool(self.fresh or self.touched)
+        return bool(self.fresh or self.touched or self.fresh_index or self.touched_index)
 
     def save(self) -> bool:
         """Merge with what is on disk now and replace it atomically. False when it cannot."""
         if not self.dirty:
             return True
+        import tempfile  # only a run that writes pays for it
+
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._mark_folder()
-            merged = self._read()  # another run may have written meanwhile
+            merged, merged_index = self._read()  # another run may have written meanwhile
             merged.update({k: v for k, v in self.entries.items() if k not in merged})
             for key in self.touched:
                 if key in merged and isinstance(merged[key], dict):
@@ -159,7 +215,20 @@ class ResultCache:
             merged = {
                 k: v for k, v in merged.items() if isinstance(v, dict) and isinstance(v.get("t"), int) and v["t"] >= oldest
             }
-            payload = json.dumps({"engine": self.engine, "entries": merged}, separators=(",", ":"))
+            merged_index.update({k: v for k, v in self.index.items() if k not in merged_index})
+            for real in self.touched_index:
+                row = merged_index.get(real)
+                if isinstance(row, list) and len(row) == 6:
+                    row[5] = self.today
+            merged_index.update(self.fresh_index)
+            merged_index = {
+                k: v
+                for k, v in merged_index.items()
+                if isinstance(v, list) and len(v) == 6 and isinstance(v[5], int) and v[5] >= oldest
+            }
+            payload = json.dumps(
+                {"engine": self.engine, "entries": merged, "files": merged_index}, separators=(",", ":")
+            )
             fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -173,9 +242,11 @@ class ResultCache:
             self._drop_stale_files()
         except OSError:
             return False
-        self.entries = merged
+        self.entries, self.index = merged, merged_index
         self.fresh.clear()
         self.touched.clear()
+        self.fresh_index.clear()
+        self.touched_index.clear()
         return True
 
     def _mark_folder(self) -> None:

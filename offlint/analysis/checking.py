@@ -10,7 +10,7 @@ import click
 
 from offlint.analysis.engine import DecodeError, check_source, decode_source
 from offlint.analysis.run import CheckOptions, check_paths, settings_for
-from offlint.catalogue import CatalogueError, load_catalogue
+from offlint.catalogue import CatalogueError, default_selection
 from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
 from offlint.diagnostics import RunReport
 
@@ -48,7 +48,7 @@ def check_stdin(
 
 def validate_overrides(overrides: SelectionOverrides) -> None:
     """Unknown `--select/--extend-select/--ignore` selectors fail the run even with no files."""
-    codes = list(load_catalogue())
+    codes = list(default_selection())
     for option, selectors in (
         ("--select", overrides.select or ()),
         ("--extend-select", overrides.extend_select),
@@ -131,8 +131,8 @@ def _timings_table(report: RunReport) -> str:
     parsed = sum(1 for f in files if f.parsed and not f.cached)
     settled = len(files) - cached - parsed
     lines = [
-        f"timings: {len(files)} files: {cached} from cache, {settled} settled by the prefilter,"
-        f" {parsed} parsed",
+        f"timings: {len(files)} files: {cached} from cache ({report.unread} not even read),"
+        f" {settled} settled by the prefilter, {parsed} parsed",
         "  run (wall clock)",
     ]
     run_stages = ("discovery", "cache", "read", "prefilter", "pool start", "analyse", "total")

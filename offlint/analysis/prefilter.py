@@ -75,13 +75,17 @@ _FORWARD_STORE = re.compile(
     + "|".join(sorted(CAPTURE_ASSIGNED_ATTRS))
     + r")\b[ \t\f\r\n\\)]*(?:=(?!=)|:|[-+*/%&|^@]=|//=|\*\*=|<<=|>>=|#)"
 )
-_ATTRIBUTE_OF = {name: re.compile(r"\.[ \t\f\r\n\\]*" + name + r"\b") for name in CAPTURE_API_NAMES}
-_WORD = {name: re.compile(r"\b" + name + r"\b") for name in CAPTURE_API_NAMES}
 _UNSURE = "<unsure>"
 # every CAPTURE_METHOD_NAMES entry contains one of these: a quick first test
 _METHOD_PREFIXES = tuple(
     sorted({next((p for p in ("wait_", "record_", "capture_") if p in n), n) for n in CAPTURE_METHOD_NAMES})
 )
+
+
+@cache
+def _attribute_of(name: str) -> re.Pattern[str]:
+    """`.name` as an attribute (compiled when first needed: a warm run needs none)."""
+    return re.compile(r"\.[ \t\f\r\n\\]*" + name + r"\b")
 
 
 def token_core(token: str) -> str | None:
@@ -158,7 +162,7 @@ def mentions_torch_api(text: str) -> bool:
             imported = imported_names(text)
         if name in imported:
             return True
-        for match in _ATTRIBUTE_OF[name].finditer(text):
+        for match in _attribute_of(name).finditer(text):
             head = chain_head(text, match.start())
             if head is _UNSURE or (head is not None and head in imported):
                 return True

@@ -2,8 +2,9 @@
 
 Parsing with libcst is the whole cost, so the work is staged and only what is left reaches it:
 
-1. discovery, then for each file: read its bytes; a result cached under the same bytes and
-   settings is taken as is (`cache.py`);
+1. discovery, then for each file: a result cached under the same bytes and settings is taken
+   as is (`cache.py`), found through the stat index without reading the file when its size,
+   times and inode are those it had when indexed; otherwise its bytes are read and hashed;
 2. the prefilter (`prefilter.py`, microseconds per file) drops every file that cannot hold a
    finding of the selected rules; this runs in the main process, which never imports libcst;
 3. what is left is parsed and analysed, in a process pool when there is enough of it: the pool
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from offlint.analysis.cache import ResultCache, content_key
+from offlint.analysis.cache import ResultCache, content_digest, result_key
 from offlint.analysis.engine import (
     DecodeError,
     FileSettings,
@@ -33,7 +34,7 @@ from offlint.analysis.engine import (
     decode_source,
     may_hold_hazard,
 )
-from offlint.catalogue import load_catalogue
+from offlint.catalogue import default_selection
 from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_selection
 from offlint.diagnostics import ErrorKind, FileError, FileReport, RunReport
 from offlint.discovery import Discovered, discover
@@ -63,9 +64,9 @@ class CheckOptions:
 def settings_for(
     config: Config, overrides: SelectionOverrides, path: Path | None, front_end: str = "skeleton"
 ) -> FileSettings:
-    catalogue = load_catalogue()
-    codes = list(catalogue)
-    defaults = [c for c, spec in catalogue.items() if spec.default_enabled]
+    selection = default_selection()
+    codes = list(selection)
+    defaults = [code for code, enabled in selection.items() if enabled]
     select = resolve_selection(config, overrides, codes, defaults, path)
     return FileSettings(
         select=select, capture_reachable=tuple(config.capture_reachable), front_end=front_end
@@ -81,24 +82,31 @@ class _SettingsMemo:
         self.front_end = front_end
         self._memo: dict[tuple[int, tuple[str, ...]], tuple[Config, FileSettings]] = {}
 
-    def __call__(self, path: Path) -> FileSettings:
-        config = self.finder.for_file(path)
-        key = (id(config), config.ignores_for(path) if config.per_file_ignores else ())
+    def __call__(self, found_file: Discovered) -> FileSettings:
+        config = self.finder.for_real_file(found_file.real)
+        key = (id(config), config.ignores_for(found_file.path) if config.per_file_ignores else ())
         found = self._memo.get(key)
         if found is None:
-            found = (config, settings_for(config, self.overrides, path, self.front_end))
+            found = (config, settings_for(config, self.overrides, found_file.path, self.front_end))
             self._memo[key] = found  # holding config keeps its id unique
         return found[1]
 
 
 def read_file(found: Discovered) -> bytes | FileError:
+    read = read_file_and_stat(found)
+    return read if isinstance(read, FileError) else read[0]
+
+
+def read_file_and_stat(found: Discovered) -> tuple[bytes, os.stat_result] | FileError:
+    """The file's bytes, and its stat taken before they were read (a later change shows)."""
     try:
         # O_NONBLOCK: opening a FIFO named `*.py` must not hang the run; only regular files are read
-        fd = os.open(found.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(found.walked, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 return FileError(found.display, ErrorKind.UNREADABLE, "not a regular file")
-            return handle.read()
+            return handle.read(), info
     except FileNotFoundError:
         return FileError(found.display, ErrorKind.MISSING, "vanished before it could be read")
     except IsADirectoryError:
@@ -146,16 +154,26 @@ def check_paths(options: CheckOptions) -> RunReport:
     candidates: list[tuple[Job, str | None]] = []  # (job, cache key)
 
     for found in files:
-        settings = settings_of(found.path)
+        settings = settings_of(found)
+        if results_cache is not None:
+            with clock("cache"):
+                unread = _cached_unread(results_cache, found, settings)
+            if unread is not None:
+                report.files.append(unread)
+                report.unread += 1
+                continue
         with clock("read"):
-            data = read_file(found)
-        if isinstance(data, FileError):
-            report.files.append(FileReport(path=found.display, errors=[data]))
+            read = read_file_and_stat(found)
+        if isinstance(read, FileError):
+            report.files.append(FileReport(path=found.display, errors=[read]))
             continue
+        data, info = read
         key = None
         if results_cache is not None:
             with clock("cache"):
-                key = content_key(data, settings.key())
+                digest = content_digest(data)
+                results_cache.remember(found.real, info, digest)
+                key = result_key(digest, settings.key())
                 hit = results_cache.get(key, found.display)
             if hit is not None:
                 report.files.append(hit)
@@ -195,6 +213,16 @@ def check_paths(options: CheckOptions) -> RunReport:
     report.files.sort(key=lambda f: f.path)
     report.timings["total"] = time.perf_counter() - started
     return report
+
+
+def _cached_unread(results_cache: ResultCache, found: Discovered, settings: FileSettings) -> FileReport | None:
+    """The cached result of a file the stat index knows unchanged: no read, no hash."""
+    try:
+        info = os.stat(found.walked)
+    except OSError:
+        return None  # reading it reports why
+    digest = results_cache.known_digest(found.real, info)
+    return None if digest is None else results_cache.get(result_key(digest, settings.key()), found.display)
 
 
 def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:

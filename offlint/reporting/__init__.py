@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from offlint.catalogue import RuleSpec, load_catalogue
 from offlint.diagnostics import RunReport
-from offlint.reporting.concise import render_concise
-from offlint.reporting.github import render_github
-from offlint.reporting.json_format import render_json
-from offlint.reporting.sarif import render_sarif
-from offlint.reporting.statistics import render_statistics_json, render_statistics_text
 from offlint.reporting.summary import render_counts, render_run_errors, render_summary
+
+if TYPE_CHECKING:
+    from offlint.catalogue import RuleSpec
 
 OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
 
@@ -53,20 +51,32 @@ def render(
         from offlint.reporting.full import render_full
 
         return render_full(report, root=root, color=color, show_fixes=show_fixes, sources=sources)
+    # each view is imported when asked for: a warm run pays for the one it prints
     if output_format == "concise":
+        from offlint.reporting.concise import render_concise
+
         return render_concise(report, root=root, show_fixes=show_fixes)
     if output_format == "json":
+        from offlint.reporting.json_format import render_json
+
         return render_json(report, root=root)
     if output_format == "sarif":
+        from offlint.catalogue import load_catalogue
+        from offlint.reporting.sarif import render_sarif
+
         specs = load_catalogue() if catalogue is None else catalogue
         return render_sarif(report, root=root, catalogue=specs, sources=sources)
     if output_format == "github":
+        from offlint.reporting.github import render_github
+
         return render_github(report, root=root)
     raise ValueError(f"unknown output format {output_format!r}; expected one of {OUTPUT_FORMATS}")
 
 
 def render_statistics(report: RunReport, output_format: str = "full") -> str:
     """`--statistics`: counts per code; JSON when the output format is json, else a table."""
+    from offlint.reporting.statistics import render_statistics_json, render_statistics_text
+
     if output_format == "json":
         return render_statistics_json(report)
     return render_statistics_text(report)

@@ -11,9 +11,9 @@ Files that could not be checked become `invocations[0].toolExecutionNotification
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Mapping
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ def fingerprints(diagnostics: list[Diagnostic], root: Path, sources: SourceCache
         key = (diagnostic.code, display_path(diagnostic.path, root), normalize_source_line(line))
         occurrence = seen[key]
         seen[key] += 1
-        digest = hashlib.sha256("\0".join([*key, str(occurrence)]).encode("utf-8"))
+        digest = sha256("\0".join([*key, str(occurrence)]).encode("utf-8"))
         found.append(digest.hexdigest()[:32])
     return found
 
