@@ -18,6 +18,7 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from offlint.analysis.guard import nesting_problem, parse_with_cpython
@@ -42,6 +43,10 @@ class FileSettings:
     front_end: str = "skeleton"
 
     def key(self) -> str:
+        return self._key
+
+    @cached_property
+    def _key(self) -> str:  # asked once per file: computed once per settings
         return "|".join(
             [
                 ",".join(sorted(self.select)),
