@@ -28,6 +28,7 @@ class Kind(enum.Enum):
     GRAPH = "cuda-graph"
     PINNED_HOST = "pinned host tensor"
     PAGEABLE_HOST = "pageable host tensor"
+    HOST_TENSOR = "host tensor"  # pinned on one path, pageable on another
     DEVICE_TENSOR = "device tensor"
     TENSOR = "tensor"  # a torch tensor whose placement is unknown
     NOT_TORCH = "not a torch object"  # threading.Event, numpy arrays, Popen, ...
@@ -35,7 +36,11 @@ class Kind(enum.Enum):
 
     @property
     def is_tensor(self) -> bool:
-        return self in (Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.DEVICE_TENSOR, Kind.TENSOR)
+        return self in (Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.HOST_TENSOR, Kind.DEVICE_TENSOR, Kind.TENSOR)
+
+    @property
+    def is_host_tensor(self) -> bool:
+        return self in (Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.HOST_TENSOR)
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,8 @@ _NOT_TORCH_PREFIXES = (
     "concurrent.",
 )
 _DEVICE_METHODS = frozenset({"cuda"})
-_HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
+# methods whose result is never a torch object: a numpy array, a list, a Python number
+_NON_TORCH_RESULTS = frozenset({"numpy", "tolist", "item"})
 
 
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
@@ -180,6 +186,8 @@ class KindOracle:
                 return Typed(Kind.NOT_TORCH)
         if isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
+            if method in _NON_TORCH_RESULTS:
+                return Typed(Kind.NOT_TORCH)
             if self.of(call.func.value, lookup).kind is Kind.NOT_TORCH:
                 return Typed(Kind.NOT_TORCH)  # `arr.sum()` on a numpy array, `q.get()` on a queue
             if method == "pin_memory":
@@ -187,8 +195,9 @@ class KindOracle:
             if method in _DEVICE_METHODS:
                 return Typed(Kind.DEVICE_TENSOR)
             if method == "cpu":
-                if self.of(call.func.value, lookup).kind is Kind.PINNED_HOST:
-                    return Typed(Kind.PINNED_HOST)  # a host tensor's .cpu() is itself
+                receiver = self.of(call.func.value, lookup)
+                if receiver.kind.is_host_tensor:
+                    return Typed(receiver.kind)  # a host tensor's .cpu() is itself
                 return Typed(Kind.PAGEABLE_HOST)
             if method == "to":
                 target = keyword(call, "device")
@@ -197,14 +206,15 @@ class KindOracle:
                 if names_cuda_device(target, self.resolver):
                     return Typed(Kind.DEVICE_TENSOR)
                 if names_cpu_device(target):
-                    if self.of(call.func.value, lookup).kind is Kind.PINNED_HOST:
-                        return Typed(Kind.PINNED_HOST)  # a host tensor's .to("cpu") is itself
+                    receiver = self.of(call.func.value, lookup)
+                    if receiver.kind.is_host_tensor:
+                        return Typed(receiver.kind)  # a host tensor's .to("cpu") is itself
                     return Typed(Kind.PAGEABLE_HOST)
                 receiver = self.of(call.func.value, lookup)
                 return receiver if receiver.kind.is_tensor else UNKNOWN
             if method in ("clone", "contiguous", "view", "reshape", "detach", "t", "narrow"):
                 receiver = self.of(call.func.value, lookup)
-                if receiver.kind is Kind.PINNED_HOST and method == "clone":
+                if receiver.kind.is_host_tensor and method == "clone":
                     return Typed(Kind.PAGEABLE_HOST)  # clone() drops pinning
                 return receiver if receiver.kind.is_tensor else UNKNOWN
             if method in ("record_event",):
@@ -223,7 +233,15 @@ class KindOracle:
                 return Typed(Kind.NOT_TORCH)
             return self.guess_from_name(expr)
         if isinstance(expr, cst.Subscript):
-            return lookup.element(expr.value) or UNKNOWN
+            element = lookup.element(expr.value)
+            if element is not None:
+                return element
+            indexed = self.of(expr.value, lookup)
+            # indexing a tensor gives a view of its memory (same device, same pinning); indexing
+            # a numpy array, a list or a Python number's result stays outside torch
+            if indexed.kind.is_tensor or indexed.kind is Kind.NOT_TORCH:
+                return Typed(indexed.kind, guessed=indexed.guessed)
+            return UNKNOWN
         return UNKNOWN
 
     def of_annotation(self, annotation: cst.BaseExpression) -> Typed:
@@ -308,6 +326,8 @@ def join(a: Typed | None, b: Typed) -> Typed:
         return b
     if b.guessed and not a.guessed:
         return a
+    if a.kind.is_host_tensor and b.kind.is_host_tensor:
+        return Typed(Kind.HOST_TENSOR)  # on the host either way: no sync, no known pinning
     if a.kind.is_tensor and b.kind.is_tensor:
         return Typed(Kind.TENSOR)
     return UNKNOWN

@@ -421,6 +421,11 @@ class ModuleModel:
         value: cst.BaseExpression | None,
     ) -> None:
         capture_flag = value is not None and self.is_capture_test(value, fn)
+        if typed.kind is Kind.NOT_TORCH and value is not None and _same_target(target, _chain_root(value)):
+            # `x = x.tolist()`: x holds a tensor before and a list after, and bindings are not
+            # flow-sensitive; the conversion out of torch must not hide the tensor (the
+            # conversion itself is the sync)
+            typed = Typed(Kind.UNKNOWN)
         if isinstance(target, cst.Name):
             name = target.value
             fn.locals[name] = join(fn.locals.get(name), typed)
@@ -931,3 +936,23 @@ class _BodyWalker:
         self.fn.calls.append(site)
         if site.in_graph_region:
             self.model.graph_region_calls.append(site)
+
+
+def _chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` for `x.cpu().numpy()[0]`: what a chain of calls, attributes and subscripts starts from
+    (`self.x` stays whole)."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and self_attribute(expr) is None):
+            expr = expr.value
+        else:
+            return expr
+
+
+def _same_target(target: cst.BaseExpression, other: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Name) and isinstance(other, cst.Name):
+        return target.value == other.value
+    attr = self_attribute(target)
+    return attr is not None and attr == self_attribute(other)
+

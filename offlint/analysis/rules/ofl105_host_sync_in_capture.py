@@ -15,7 +15,7 @@ from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
 # tensor methods that copy to the host and block on the device
 _TENSOR_SYNCS = frozenset({"item", "tolist", "cpu"})
 # kinds on which those methods never touch the device
-_HOST_SIDE = frozenset({Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.NOT_TORCH})
+_HOST_SIDE = frozenset({Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.HOST_TENSOR, Kind.NOT_TORCH})
 _DEVICE_ONLY = frozenset({Kind.DEVICE_TENSOR})
 
 

@@ -65,7 +65,7 @@ _NON_READING_FUNCTIONS = frozenset(
     {"isinstance", "len", "id", "type", "hasattr", "getattr", "setattr"}
 )
 _NOT_DATA = frozenset(
-    {Kind.STREAM, Kind.EVENT, Kind.GRAPH, Kind.NOT_TORCH, Kind.PINNED_HOST, Kind.PAGEABLE_HOST}
+    {Kind.STREAM, Kind.EVENT, Kind.GRAPH, Kind.NOT_TORCH, Kind.PINNED_HOST, Kind.PAGEABLE_HOST, Kind.HOST_TENSOR}
 )
 
 
