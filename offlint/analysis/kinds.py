@@ -75,6 +75,11 @@ _TENSOR_FACTORIES = frozenset(
 )
 # factories whose result lives where their input does
 _FOLLOWS_INPUT = frozenset({"torch.cat", "torch.stack", "torch.as_tensor"})
+# reductions whose result is a new tensor where their first argument is
+_REDUCTIONS = frozenset(
+    {"torch.sum", "torch.max", "torch.min", "torch.amax", "torch.amin", "torch.mean", "torch.prod"}
+    | {"torch.any", "torch.all", "torch.argmax", "torch.argmin", "torch.cumsum", "torch.count_nonzero"}
+)
 _PY_DATA = (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)
 _LIKE_FACTORIES = frozenset(
     {"torch.empty_like", "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.rand_like", "torch.randn_like"}
@@ -89,6 +94,15 @@ _NOT_TORCH_PREFIXES = (
     "concurrent.",
 )
 _DEVICE_METHODS = frozenset({"cuda"})
+# tensor methods whose result is a view of the receiver: same device, same pinning
+_VIEW_METHODS = frozenset(
+    {"clone", "contiguous", "view", "reshape", "detach", "t", "narrow", "flatten", "squeeze", "unsqueeze"}
+)
+# tensor methods that make a new tensor where the receiver is (on the host: pageable)
+_SAME_DEVICE_METHODS = frozenset(
+    {"sum", "max", "min", "amax", "amin", "mean", "prod", "any", "all", "argmax", "argmin", "cumsum", "abs"}
+    | {"float", "double", "half", "int", "long", "bool"}
+)
 # methods whose result is never a torch object: a numpy array, a list, a Python number
 _NON_TORCH_RESULTS = frozenset({"numpy", "tolist", "item"})
 
@@ -161,6 +175,11 @@ class KindOracle:
                 data = call.args[0].value if call.args else None
                 if q != "torch.as_tensor" or not isinstance(data, _PY_DATA):
                     return Typed(Kind.TENSOR)
+            if q in _REDUCTIONS and call.args and call.args[0].keyword is None:
+                source = self.of(call.args[0].value, lookup)
+                if source.kind.is_host_tensor:
+                    return Typed(Kind.PAGEABLE_HOST, source.guessed)
+                return source if source.kind.is_tensor else UNKNOWN
             if q in _TENSOR_FACTORIES:
                 if is_true(keyword(call, "pin_memory")):
                     return Typed(Kind.PINNED_HOST)
@@ -212,10 +231,15 @@ class KindOracle:
                     return Typed(Kind.PAGEABLE_HOST)
                 receiver = self.of(call.func.value, lookup)
                 return receiver if receiver.kind.is_tensor else UNKNOWN
-            if method in ("clone", "contiguous", "view", "reshape", "detach", "t", "narrow"):
+            if method in _VIEW_METHODS:
                 receiver = self.of(call.func.value, lookup)
                 if receiver.kind.is_host_tensor and method == "clone":
-                    return Typed(Kind.PAGEABLE_HOST)  # clone() drops pinning
+                    return Typed(Kind.PAGEABLE_HOST, receiver.guessed)  # clone() drops pinning
+                return receiver if receiver.kind.is_tensor else UNKNOWN
+            if method in _SAME_DEVICE_METHODS:
+                receiver = self.of(call.func.value, lookup)
+                if receiver.kind.is_host_tensor:
+                    return Typed(Kind.PAGEABLE_HOST, receiver.guessed)
                 return receiver if receiver.kind.is_tensor else UNKNOWN
             if method in ("record_event",):
                 return Typed(Kind.EVENT)
@@ -226,6 +250,11 @@ class KindOracle:
             return self.of_call(expr, lookup)
         if isinstance(expr, cst.Name | cst.Attribute):
             found = lookup(expr)
+            if found is not None and found.kind is Kind.UNKNOWN:
+                # bound to something untyped (`lens_cpu = meta.get_lens_cpu()`): a host-copy
+                # name still tells (stream and event names do not override a binding)
+                guess = self.guess_from_name(expr)
+                return guess if guess.kind.is_host_tensor else found
             if found is not None:
                 return found
             q = self.resolver.qualname(expr)
@@ -257,7 +286,7 @@ class KindOracle:
         return UNKNOWN
 
     def guess_from_name(self, expr: cst.BaseExpression) -> Typed:
-        """Last resort: `*_stream` / `*_event` names, only in modules that import torch."""
+        """Last resort: `*_stream` / `*_event` / `*_cpu` names, only in modules that import torch."""
         if not self.module_has_torch:
             return UNKNOWN
         dotted = dotted_name(expr)
@@ -268,6 +297,11 @@ class KindOracle:
             return Typed(Kind.STREAM, guessed=True)
         if last in ("event", "ev") or last.endswith("_event") or last.endswith("_ev"):
             return Typed(Kind.EVENT, guessed=True)
+        # the inference engines' naming of host copies: `seq_lens_cpu`, `new_seq_lens_cpu_pinned`
+        if last.endswith("_pinned") or last.startswith("pinned_") or ("pinned" in last and "cpu" in last):
+            return Typed(Kind.PINNED_HOST, guessed=True)
+        if last.endswith("_cpu") or last.startswith("cpu_"):
+            return Typed(Kind.HOST_TENSOR, guessed=True)
         return UNKNOWN
 
 
