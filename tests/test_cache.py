@@ -147,6 +147,8 @@ def test_rule_changes_change_the_engine_key(monkeypatch: pytest.MonkeyPatch, tmp
         b"[]",
         b'{"engine": "%s", "entries": []}',
         b'{"engine": "%s", "entries": {"x": 1}}',
+        b'{"engine": "%s", "entries": {}, "files": []}',
+        b'{"engine": "%s", "entries": {}, "files": {"x": 1, "y": [1, 2]}}',
     ],
 )
 def test_corrupted_cache_is_ignored(project: Path, garbage: bytes) -> None:
@@ -158,6 +160,31 @@ def test_corrupted_cache_is_ignored(project: Path, garbage: bytes) -> None:
     files[0].write_bytes(garbage.replace(b"%s", key) if b"%s" in garbage else garbage)
     assert summary(check(project)) == expected
     assert summary(check(project)) == expected  # and the rewritten cache works again
+
+
+@pytest.mark.parametrize("bad_row", ["digest not a string", "short row", "not a row"])
+def test_corrupted_index_rows_are_misses(project: Path, monkeypatch: pytest.MonkeyPatch, bad_row: str) -> None:
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0)
+    expected = summary(check(project, use_cache=False))
+    check(project)
+    path = next((project / ".offlint_cache").glob("results-*.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["files"], "the tree must have been indexed"
+    for real, row in data["files"].items():
+        if bad_row == "digest not a string":
+            row[4] = 5
+        elif bad_row == "short row":
+            data["files"][real] = row[:4]
+        else:
+            data["files"][real] = {"size": row[0]}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    reads = count_reads(monkeypatch)
+    again = check(project)
+    assert len(reads) == len(again.files)  # every file read again, none misread
+    assert summary(again) == expected
+    reads.clear()
+    check(project)
+    assert reads == []  # and the index is whole again
 
 
 def test_corrupted_entries_are_misses(project: Path) -> None:
@@ -181,8 +208,9 @@ def test_unwritable_cache_folder_is_not_an_error(project: Path) -> None:
     assert summary(report) == summary(check(project, use_cache=False))
 
 
-def test_concurrent_writers_merge(project: Path) -> None:
+def test_concurrent_writers_merge(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runs that read the same old cache and write in turn keep both runs' entries."""
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0)
     root = project / ".offlint_cache"
     first = cache_module.ResultCache(root)
     second = cache_module.ResultCache(root)
@@ -190,9 +218,15 @@ def test_concurrent_writers_merge(project: Path) -> None:
 
     first.put("a:1", FileReport(path="a.py"))
     second.put("b:1", FileReport(path="b.py"))
+    # the stat index merges the same way
+    old = os.stat(project / "src" / "plain.py")
+    first.remember("/x/a.py", old, "digest-a")
+    second.remember("/x/b.py", old, "digest-b")
     assert first.save() and second.save()
     merged = cache_module.ResultCache(root)
     assert merged.get("a:1", "a.py") is not None and merged.get("b:1", "b.py") is not None
+    assert merged.known_digest("/x/a.py", old) == "digest-a"
+    assert merged.known_digest("/x/b.py", old) == "digest-b"
     assert not list(root.glob(".results-*"))  # no temporary files left behind
 
 
