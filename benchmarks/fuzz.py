@@ -311,7 +311,7 @@ def _outcome(report: FileReport) -> tuple[list[str], list[str], int]:
     the suppression count."""
     diagnostics = [
         f"{d.code} {d.location.line}:{d.location.column}-{d.location.end_line}:{d.location.end_column}"
-        f" {d.fix_safety.value} {d.message}"
+        f" {d.fix_safety.value} {d.message} ({d.note})"
         for d in report.diagnostics
     ]
     return diagnostics, [f"{e.kind.value}: {e.message}" for e in report.errors], report.suppressed

@@ -48,6 +48,9 @@ class Diagnostic:
     fix_safety: FixSafety = FixSafety.NONE
     # the source line(s) the diagnostic points at, kept for code frames and fingerprints
     source_line: str = ""
+    # why the code counts as capture-reachable, for rules that only fire there ("capture-reachable:
+    # method of offloader-style class Offloader"): what a user checks first when triaging
+    note: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -187,6 +187,8 @@ def test_full_format_is_the_default(project: Path) -> None:
         "6 |     n = x.sum().item()",
         "7 |     return x * n",
         "  |",
+        # why `step` counts: the note every capture-reachability rule carries
+        "  = note: capture-reachable: called inside a CUDA graph capture region",
     ]
     assert second.splitlines()[0] == f"pkg/host_sync.py:6:9: OFL105 {MSG_ITEM}"
     assert "  |         ^^^^^^^^^^^^^^ OFL105" in second.splitlines()
@@ -203,6 +205,8 @@ def test_full_format_is_the_default(project: Path) -> None:
         "12 |         return self.buffers",
         "   |",
         f"   = help: {FIX_WAIT}",
+        "   = note: capture-reachable: method of offloader-style class Prefetcher: it keeps a CUDA"
+        " stream or event in self.copy_stream",
     ]
     assert fourth.splitlines() == [
         f"pkg/prefetch.py:7:9: OFL204 [*] {MSG_RECORD}",
@@ -250,6 +254,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "location": {"row": 5, "column": 5},
             "end_location": {"row": 5, "column": 29},
             "fix": None,
+            "note": "capture-reachable: called inside a CUDA graph capture region",
         },
         {
             "code": "OFL105",
@@ -259,6 +264,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "location": {"row": 6, "column": 9},
             "end_location": {"row": 6, "column": 23},
             "fix": None,
+            "note": "capture-reachable: called inside a CUDA graph capture region",
         },
         {
             "code": "OFL101",
@@ -268,6 +274,8 @@ def test_json_format_field_by_field(project: Path) -> None:
             "location": {"row": 11, "column": 9},
             "end_location": {"row": 11, "column": 43},
             "fix": None,  # the rule has a fixer, but it cannot fix this snippet
+            "note": "capture-reachable: method of offloader-style class Prefetcher: it keeps a CUDA stream"
+            " or event in self.copy_stream",
         },
         {
             "code": "OFL204",
@@ -277,6 +285,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "location": {"row": 7, "column": 9},
             "end_location": {"row": 7, "column": 58},
             "fix": {"applicability": "safe", "message": FIX_RECORD},
+            "note": None,  # OFL204 does not depend on capture-reachability
         },
     ]
     assert document["errors"] == []
@@ -316,16 +325,21 @@ def test_sarif_format_field_by_field(project: Path) -> None:
     assert run["columnKind"] == "unicodeCodePoints"
     assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
 
+    graph = {"note": "capture-reachable: called inside a CUDA graph capture region"}
+    prefetcher = {
+        "note": "capture-reachable: method of offloader-style class Prefetcher: it keeps a CUDA stream"
+        " or event in self.copy_stream"
+    }
     expected = [
-        ("OFL105", MSG_SYNC, "pkg/host_sync.py", (5, 5, 5, 29), False, "none"),
-        ("OFL105", MSG_ITEM, "pkg/host_sync.py", (6, 9, 6, 23), False, "none"),
+        ("OFL105", MSG_SYNC, "pkg/host_sync.py", (5, 5, 5, 29), False, "none", graph),
+        ("OFL105", MSG_ITEM, "pkg/host_sync.py", (6, 9, 6, 23), False, "none", graph),
         # the rule has an (unsafe) fixer, but `offlint fix` cannot fix this snippet
-        ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 43), False, "none"),
-        ("OFL204", MSG_RECORD, "pkg/prefetch.py", (7, 9, 7, 58), True, "safe"),
+        ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 43), False, "none", prefetcher),
+        ("OFL204", MSG_RECORD, "pkg/prefetch.py", (7, 9, 7, 58), True, "safe", {}),
     ]
     assert len(run["results"]) == len(expected)
     fingerprints = set()
-    for result_object, (code, message, uri, region, fixable, safety) in zip(
+    for result_object, (code, message, uri, region, fixable, safety, note) in zip(
         run["results"], expected, strict=True
     ):
         assert result_object["ruleId"] == code
@@ -341,7 +355,7 @@ def test_sarif_format_field_by_field(project: Path) -> None:
         fingerprint = result_object["partialFingerprints"]["offlintFingerprint/v1"]
         assert re.fullmatch(r"[0-9a-f]{32}", fingerprint)
         fingerprints.add(fingerprint)
-        assert result_object["properties"] == {"fixable": fixable, "fixSafety": safety}
+        assert result_object["properties"] == {"fixable": fixable, "fixSafety": safety, **note}
     assert len(fingerprints) == 4
 
 

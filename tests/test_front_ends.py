@@ -49,7 +49,7 @@ def outcome(
     settings = FileSettings(select=SELECT, capture_reachable=capture_reachable, front_end=front_end)
     report = check_source(data, "case.py", settings, prefiltered=prefiltered)
     return (
-        [(d.code, d.location, d.message, d.fix_safety) for d in report.diagnostics],
+        [(d.code, d.location, d.message, d.fix_safety, d.note) for d in report.diagnostics],
         [(e.kind, e.message) for e in report.errors],
         report.suppressed,
     )

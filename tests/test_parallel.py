@@ -51,7 +51,7 @@ def write_example_tree(root: Path, copies: int = 1) -> int:
 def summary(report: RunReport) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     for file in report.files:
-        rows.extend((d.path, d.location, d.code, d.message, d.source_line) for d in file.diagnostics)
+        rows.extend((d.path, d.location, d.code, d.message, d.source_line, d.note) for d in file.diagnostics)
         rows.extend((e.path, e.kind, e.message, e.line) for e in file.errors)
         rows.append((file.path, "parsed", file.parsed, file.suppressed))
     return sorted(rows, key=repr)

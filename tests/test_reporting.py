@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -223,6 +224,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
         "location": {"row": 6, "column": 9},
         "end_location": {"row": 6, "column": 26},
         "fix": {"applicability": "unsafe", "message": "Skip the wait"},
+        "note": None,
     }
     assert document["diagnostics"][0]["fix"] is None
     assert document["diagnostics"][2]["fix"]["applicability"] == "safe"
@@ -521,3 +523,19 @@ def test_summary_clean_and_singular(root: Path) -> None:
     assert render_summary(RunReport(files=[one])) == "Found 1 error.\n"
     unchecked = RunReport(errors=[FileError("a.py", ErrorKind.UNREADABLE, "denied")])
     assert "All checks passed!" not in render_summary(unchecked)
+
+
+def test_the_reachability_note_is_a_view_of_the_model(root: Path) -> None:
+    """A diagnostic's note (why the code is capture-reachable) is shown by the views that have a
+    place for it: full (`= note:`), json (`note`), sarif (`properties.note`); the one-line views
+    (concise, github) stay one line."""
+    note = "capture-reachable: method of offloader-style class Offloader: it keeps a CUDA stream or event in self.stream"
+    wait = dataclasses.replace(offload_diagnostics("pkg/offload.py")[1], note=note)
+    report = RunReport(files=[FileReport(path="pkg/offload.py", diagnostics=[wait])])
+    views = render_all(report, root)
+    assert views["full"].splitlines()[-2:] == ["  = help: Skip the wait", f"  = note: {note}"]
+    assert json.loads(views["json"])["diagnostics"][0]["note"] == note
+    (result,) = json.loads(views["sarif"])["runs"][0]["results"]
+    assert result["properties"]["note"] == note
+    assert note not in views["concise"] and note not in views["github"]
+    assert len(views["concise"].splitlines()) == 1 and len(views["github"].splitlines()) == 1

@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - an interpreter without the builtin mod
 from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, FixSafety, Location
 
 CACHE_DIR_NAME = ".offlint_cache"
-FORMAT = 2
+FORMAT = 3
 MAX_AGE_DAYS = 30
 RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -287,6 +287,7 @@ def _encode(report: FileReport) -> dict[str, Any]:
                 d.fix_title,
                 d.fix_safety.value,
                 d.source_line,
+                d.note,
             ]
             for d in report.diagnostics
         ]
@@ -299,7 +300,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
     report = FileReport(path=display, parsed=bool(entry["p"]), cached=True)
     report.suppressed = int(entry.get("s", 0))
     for row in entry.get("d", ()):
-        line, column, end_line, end_column, code, name, message, fix_title, safety, source = row
+        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note = row
         report.diagnostics.append(
             Diagnostic(
                 path=display,
@@ -310,6 +311,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 fix_title=None if fix_title is None else str(fix_title),
                 fix_safety=FixSafety(safety),
                 source_line=str(source),
+                note=None if note is None else str(note),
             )
         )
     for kind, message, line in entry.get("e", ()):

@@ -11,6 +11,7 @@ nothing (a warm cache, a tree with no candidate) never pays for the import.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gc
 import io
 import time
@@ -284,9 +285,17 @@ def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> lis
     findings: list[tuple[Rule, Finding]] = []
     for rule in rules:
         started = time.perf_counter()
-        findings.extend((rule, f) for f in rule.find(model))
+        found = list(rule.find(model))
+        if rule.explains_reachability:
+            found = [_with_reachability(model, f) for f in found]
+        findings.extend((rule, f) for f in found)
         report.timings[f"rule {rule.code}"] = time.perf_counter() - started
     return findings
+
+
+def _with_reachability(model: ModuleModel, finding: Finding) -> Finding:
+    reason = model.reachability_of(finding.node)
+    return dataclasses.replace(finding, note=f"capture-reachable: {reason}") if reason else finding
 
 
 def _analyse_libcst(job: _Job) -> FileReport:
@@ -379,6 +388,7 @@ def _diagnostics(
                 fix_title=spec.fix_title,
                 fix_safety=spec.fix_safety,
                 source_line=lines[line - 1] if line <= len(lines) else "",
+                note=finding.note or None,
             )
         )
     found.sort(key=lambda d: d.sort_key)

@@ -130,6 +130,7 @@ class ClassInfo:
     attr_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # self.X assigned from a capture test
     offloader_style: bool = False
+    offloader_evidence: str = ""
 
     @property
     def is_nn_module(self) -> bool:
@@ -192,6 +193,7 @@ class ModuleModel:
         self.functions: list[FunctionInfo] = []
         self.module_functions: dict[str, FunctionInfo] = {}
         self.graph_region_calls: list[CallSite] = []
+        self._function_of_call: dict[int, FunctionInfo] | None = None
         self._collect_definitions()
         self._collect_globals()
         # kinds first (two rounds so `self.a = local_ev` sees the local's kind), then bodies
@@ -220,6 +222,7 @@ class ModuleModel:
         self.classes = []
         self.module_functions = {}
         self.graph_region_calls = []
+        self._function_of_call = None
 
     # ------------------------------------------------------------------ queries
     def code_for(self, node: cst.CSTNode) -> str:
@@ -252,6 +255,14 @@ class ModuleModel:
     def all_calls(self) -> Iterator[CallSite]:
         for fn in self.functions:
             yield from fn.calls
+
+    def reachability_of(self, node: cst.CSTNode) -> str | None:
+        """Why the function holding the call `node` is capture-reachable; None when it is not
+        (or `node` is no call site)."""
+        if self._function_of_call is None:
+            self._function_of_call = {id(site.node): fn for fn in self.functions for site in fn.calls}
+        fn = self._function_of_call.get(id(node))
+        return fn.reachable_reason if fn is not None and fn.reachable else None
 
     def is_capture_test(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
         """True when `expr` is true exactly while capturing."""
@@ -464,17 +475,29 @@ class ModuleModel:
 
     def _mark_offloader_classes(self) -> None:
         for cls in self.classes:
-            holds = any(t.kind in (Kind.STREAM, Kind.EVENT) and not t.guessed for t in cls.attrs.values())
-            holds = holds or any(
-                t.kind in (Kind.STREAM, Kind.EVENT) and not t.guessed for t in cls.attr_elements.values()
+            held = [
+                name
+                for attrs in (cls.attrs, cls.attr_elements)
+                for name, t in attrs.items()
+                if t.kind in (Kind.STREAM, Kind.EVENT) and not t.guessed
+            ]
+            ordering = next(
+                (
+                    call
+                    for fn in self.functions
+                    if fn.cls is cls
+                    for call in fn.calls
+                    if call.method in STREAM_ORDERING_METHODS or call.callee in STREAM_CONTEXTS
+                ),
+                None,
             )
-            orders = any(
-                call.method in STREAM_ORDERING_METHODS or call.callee in STREAM_CONTEXTS
-                for fn in self.functions
-                if fn.cls is cls
-                for call in fn.calls
-            )
-            cls.offloader_style = holds or orders
+            cls.offloader_style = bool(held) or ordering is not None
+            # said in diagnostics' notes: what made the class count
+            if held:
+                cls.offloader_evidence = f"it keeps a CUDA stream or event in self.{held[0]}"
+            elif ordering is not None:
+                what = ordering.method or (ordering.callee or "").rsplit(".", 1)[-1]
+                cls.offloader_evidence = f"it orders streams ({what} in {ordering.function.name})"
 
     def _mark_reachable(self) -> None:
         def mark(fn: FunctionInfo, reason: str, entry: Context = Context.UNKNOWN) -> None:
@@ -486,10 +509,11 @@ class ModuleModel:
         patterns = list(self.options.capture_reachable)
         for fn in self.functions:
             if fn.cls is not None and fn.cls.offloader_style:
+                style = f"offloader-style class {fn.cls.name}: {fn.cls.offloader_evidence}"
                 if fn.parent is not None:
-                    mark(fn, f"defined inside offloader-style class {fn.cls.name}")
+                    mark(fn, f"defined inside {style}")
                 elif not _is_lifecycle_dunder(fn.name):
-                    mark(fn, f"method of offloader-style class {fn.cls.name}")
+                    mark(fn, f"method of {style}")
             if fn.tests_capture:
                 mark(fn, "tests is_current_stream_capturing()")
             if patterns and any(

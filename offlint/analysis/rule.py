@@ -22,6 +22,7 @@ class Finding:
     node: cst.CSTNode
     # values for the `{placeholders}` of the rule's message
     details: dict[str, str] = field(default_factory=dict)
+    note: str = ""  # filled by the engine (see Rule.explains_reachability)
 
 
 class Rule:
@@ -29,6 +30,9 @@ class Rule:
     # Text the file must contain for this rule to be able to fire (any one of them). The engine
     # never parses a file that matches no selected rule's tokens.
     tokens: ClassVar[tuple[str, ...]] = ()
+    # True for rules that fire only in capture-reachable code: their diagnostics say why the code
+    # is capture-reachable (the reason the model recorded for the function holding the call)
+    explains_reachability: ClassVar[bool] = False
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
         raise NotImplementedError

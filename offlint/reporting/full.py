@@ -110,6 +110,10 @@ def _render_one(diagnostic: Diagnostic, frame: _Frame | None, root: Path, show_f
         out.append(" " * gutter_width + " = ")
         out.append("help", style=STYLE_HELP)
         out.append(f": {diagnostic.fix_title}\n")
+    if diagnostic.note:
+        out.append(" " * gutter_width + " = ")
+        out.append("note", style=STYLE_HELP)
+        out.append(f": {diagnostic.note}\n")
     return out
 
 

@@ -14,7 +14,8 @@ bumps it to `offlint-json/2`):
           "filename": "pkg/offload.py",     # relative to the project root, forward slashes
           "location": {"row": 12, "column": 9},        # 1-based, columns in characters
           "end_location": {"row": 12, "column": 16},   # exclusive end, like ruff and SARIF
-          "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>"} | null
+          "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>"} | null,
+          "note": "capture-reachable: <why>" | null   # rules that fire only in capture-reachable code
         }
       ],
       "errors": [                           # files that could not be checked, ordered by path
@@ -55,6 +56,7 @@ def diagnostic_object(diagnostic: Diagnostic, root: Path) -> dict[str, Any]:
         "location": {"row": where.line, "column": where.column},
         "end_location": {"row": where.end_line, "column": where.end_column},
         "fix": fix,
+        "note": diagnostic.note,
     }
 
 

@@ -125,6 +125,7 @@ def sarif_document(
                 "properties": {
                     "fixable": diagnostic.fix_safety is not FixSafety.NONE,
                     "fixSafety": diagnostic.fix_safety.value,
+                    **({"note": diagnostic.note} if diagnostic.note else {}),
                 },
             }
         )

@@ -18,6 +18,7 @@ from offlint.analysis.rule import Finding, Rule, code_of
 
 class WaitOnUncapturedEvent(Rule):
     code = "OFL101"
+    explains_reachability = True
     tokens = (".wait(", "wait_event(")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:

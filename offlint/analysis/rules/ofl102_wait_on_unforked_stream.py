@@ -17,6 +17,7 @@ from offlint.analysis.rule import Finding, Rule, code_of
 
 class WaitOnUnforkedStream(Rule):
     code = "OFL102"
+    explains_reachability = True
     tokens = ("wait_stream(",)
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:

@@ -49,6 +49,7 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
 
 class UnjoinedSideStream(Rule):
     code = "OFL103"
+    explains_reachability = True
     tokens = ("wait_stream(", "wait_event(")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:

@@ -12,6 +12,7 @@ from offlint.analysis.torch_api import STREAM_CONTEXTS
 
 class UnforkedSideStreamWork(Rule):
     code = "OFL104"
+    explains_reachability = True
     tokens = ("stream(",)
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:

@@ -21,6 +21,7 @@ _DEVICE_ONLY = frozenset({Kind.DEVICE_TENSOR})
 
 class HostSyncInCapture(Rule):
     code = "OFL105"
+    explains_reachability = True
     tokens = (
         "synchronize(",
         ".query(",

@@ -17,6 +17,7 @@ _LITERALS = (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float, cst.Unar
 
 class PageableHostCopy(Rule):
     code = "OFL106"
+    explains_reachability = True
     tokens = (".to(", ".cuda(", "copy_(", "tensor(")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:

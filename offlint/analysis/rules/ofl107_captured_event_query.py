@@ -37,6 +37,7 @@ def _timing_not_external(node: cst.Call) -> bool:
 
 class CapturedEventQuery(Rule):
     code = "OFL107"
+    explains_reachability = True
     tokens = ("query(", "synchronize(", "elapsed_time(", "enable_timing")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
