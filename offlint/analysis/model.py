@@ -154,6 +154,7 @@ class FunctionInfo:
     is_capture_predicate: bool = False  # `def is_capturing(): return torch.cuda.is_...()`
     reachable: bool = False
     reachable_reason: str = ""
+    reachable_via: FunctionInfo | None = None  # the reachable function this one was reached from
     entry_context: Context = Context.UNKNOWN
     binding_nodes: list[cst.CSTNode] | None = None  # Assign/AnnAssign/With/Call of its own body
 
@@ -262,7 +263,23 @@ class ModuleModel:
         if self._function_of_call is None:
             self._function_of_call = {id(site.node): fn for fn in self.functions for site in fn.calls}
         fn = self._function_of_call.get(id(node))
-        return fn.reachable_reason if fn is not None and fn.reachable else None
+        if fn is None or not fn.reachable:
+            return None
+        if fn.reachable_via is None:
+            return fn.reachable_reason
+        # the chain back to where reachability starts, and why it starts there: "called from
+        # A._impl ← A.forward (forward of an nn.Module in a capture-aware module)"
+        chain: list[str] = []
+        seen = {id(fn)}
+        root = fn
+        while root.reachable_via is not None and id(root.reachable_via) not in seen and len(chain) < 4:
+            root = root.reachable_via
+            seen.add(id(root))
+            chain.append(root.qualname)
+        if root.reachable_via is not None:
+            chain.append("…")
+        verb = "defined inside" if fn.reachable_reason.startswith("defined inside") else "called from"
+        return f"{verb} {' ← '.join(chain)} ({root.reachable_reason})"
 
     def is_capture_test(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
         """True when `expr` is true exactly while capturing."""
@@ -497,14 +514,17 @@ class ModuleModel:
                 cls.offloader_evidence = f"it keeps a CUDA stream or event in self.{held[0]}"
             elif ordering is not None:
                 what = ordering.method or (ordering.callee or "").rsplit(".", 1)[-1]
-                cls.offloader_evidence = f"it orders streams ({what} in {ordering.function.name})"
+                cls.offloader_evidence = f"it orders streams, {what} in {ordering.function.name}"
 
     def _mark_reachable(self) -> None:
-        def mark(fn: FunctionInfo, reason: str, entry: Context = Context.UNKNOWN) -> None:
+        def mark(
+            fn: FunctionInfo, reason: str, entry: Context = Context.UNKNOWN, via: FunctionInfo | None = None
+        ) -> None:
             if not fn.reachable:
                 fn.reachable = True
                 fn.reachable_reason = reason
                 fn.entry_context = entry
+                fn.reachable_via = via
 
         patterns = list(self.options.capture_reachable)
         for fn in self.functions:
@@ -552,13 +572,13 @@ class ModuleModel:
                         continue
                     target = self._called_function(call.node, fn)
                     if target is not None and not target.reachable and not _is_lifecycle_dunder(target.name):
-                        mark(target, f"called from capture-reachable {fn.qualname}")
+                        mark(target, f"called from capture-reachable {fn.qualname}", via=fn)
                         changed = True
                 for assign in fn.assignments:
                     changed = self._mark_installed_forward(assign, mark) or changed
             for fn in self.functions:
                 if not fn.reachable and fn.parent is not None and fn.parent.reachable:
-                    mark(fn, f"defined inside capture-reachable {fn.parent.qualname}")
+                    mark(fn, f"defined inside capture-reachable {fn.parent.qualname}", via=fn.parent)
                     changed = True
 
     def _mark_installed_hook(self, call: CallSite, mark: Callable[[FunctionInfo, str], None]) -> bool:
