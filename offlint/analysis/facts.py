@@ -10,7 +10,7 @@ import libcst as cst
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
-from offlint.analysis.syntax import same_code, walk
+from offlint.analysis.syntax import child_nodes, same_code, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS, CURRENT_STREAM, DEVICE_SYNCS
 
 
@@ -89,6 +89,98 @@ def recorded_locally_before(site: CallSite, name: str) -> bool:
         for c in fn.calls
     )
     return fresh and recorded
+
+
+def recorded_in_enclosing_call(model: ModuleModel, site: CallSite, name: str) -> bool:
+    """`ev` is a local of an enclosing function (a closure variable here), and that function or
+    one nested in it records an event into it: the event lives and is recorded within one call of
+    the enclosing function, so in the same capture as the wait (hooks and callbacks defined for
+    one forward, as MoE dispatch overlap does)."""
+    fn = site.function
+    if is_parameter(fn, name) or (_binds(fn, name) and name not in nonlocal_names(fn)):
+        return False  # fn's own local (or argument): not a closure variable
+    enclosing = _binding_enclosure(fn, name)
+    if enclosing is None:
+        return False
+    return any(name in events_recorded_into(f) for f in _functions_within(model, enclosing))
+
+
+def joined_within_enclosing_call(model: ModuleModel, fn: FunctionInfo, order: int) -> bool:
+    """After the fork at `order`, `fn` (a nested function) records an event into a closure
+    variable (`nonlocal ev; ev = side.record_event()`) that a function of the same enclosing call
+    waits on: the join happens within one call of the enclosing function (MoE dispatch hooks)."""
+    recorded = events_recorded_into(fn, after=order)
+    declared = nonlocal_names(fn)
+    free = {n for n in recorded if n in declared or not (_binds(fn, n) or is_parameter(fn, n))}
+    for name in free:
+        enclosing = _binding_enclosure(fn, name)
+        if enclosing is None:
+            continue
+        for f in _functions_within(model, enclosing):
+            for c in f.calls:
+                waited = c.node.args[0].value if c.method == "wait_event" and c.node.args else None
+                if c.method == "wait" and c.receiver is not None:
+                    waited = c.receiver
+                if waited is not None and local_name(waited) == name:
+                    return True
+    return False
+
+
+def events_recorded_into(fn: FunctionInfo, after: int = -1) -> set[str]:
+    """Plain names `fn` records an event into after the point `after`: `ev = s.record_event()`,
+    `ev.record()`."""
+    found = {
+        c.receiver.value
+        for c in fn.calls
+        if c.order > after and c.method == "record" and isinstance(c.receiver, cst.Name)
+    }
+    for a in fn.assignments:
+        value = a.value
+        if (
+            a.order > after
+            and isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "record_event"
+        ):
+            found.update(t.value for t in a.targets if isinstance(t, cst.Name))
+    return found
+
+
+def nonlocal_names(fn: FunctionInfo) -> set[str]:
+    """Names `fn` declares `nonlocal` (its own statements, not nested functions')."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = list(child_nodes(fn.node.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Nonlocal):
+            found.update(item.name.value for item in node.names)
+        elif not isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            stack.extend(child_nodes(node))
+    return found
+
+
+def _binding_enclosure(fn: FunctionInfo, name: str) -> FunctionInfo | None:
+    """The nearest enclosing function that holds `name` as its own local."""
+    enclosing = fn.parent
+    while enclosing is not None and not (_binds(enclosing, name) and name not in nonlocal_names(enclosing)):
+        enclosing = enclosing.parent
+    return enclosing
+
+
+def _functions_within(model: ModuleModel, outer: FunctionInfo) -> list[FunctionInfo]:
+    return [f for f in model.functions if _is_within(f, outer)]
+
+
+def _binds(fn: FunctionInfo, name: str) -> bool:
+    return any(isinstance(t, cst.Name) and t.value == name for a in fn.assignments for t in a.targets)
+
+
+def _is_within(fn: FunctionInfo | None, outer: FunctionInfo) -> bool:
+    while fn is not None:
+        if fn is outer:
+            return True
+        fn = fn.parent
+    return False
 
 
 def is_parameter(fn: FunctionInfo, name: str) -> bool:

@@ -9,6 +9,7 @@ from offlint.analysis.facts import (
     is_event,
     local_name,
     recorded_earlier_in_call,
+    recorded_in_enclosing_call,
     recorded_locally_before,
     storage_of,
 )
@@ -40,4 +41,6 @@ class WaitOnUncapturedEvent(Rule):
                 continue  # recorded earlier in the same call, hence in the same capture
             if recorded_earlier_in_call(site, event):
                 continue  # `self.done.record()` earlier in this call, on every path to the wait
+            if name is not None and storage_of(event) is None and recorded_in_enclosing_call(model, site, name):
+                continue  # a closure's event, recorded within the same call of the enclosing function
             yield Finding(site.node, {"event": code_of(event, model)})

@@ -11,6 +11,7 @@ from offlint.analysis.facts import (
     capture_aware_joins,
     fork_key,
     joined_after,
+    joined_within_enclosing_call,
     stream_role,
 )
 from offlint.analysis.model import FunctionInfo, ModuleModel
@@ -72,6 +73,8 @@ class UnjoinedSideStream(Rule):
                     continue
                 if _returns_recorded_event(fn, site.order):
                     continue  # the caller gets the event to join (publish/consume pairs)
+                if joined_within_enclosing_call(model, fn, site.order):
+                    continue  # a sibling closure of the same enclosing call joins it
                 if joins is None:
                     joins = capture_aware_joins(model)
                 if any(j is not fn for j in joins):
