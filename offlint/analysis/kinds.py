@@ -10,6 +10,7 @@ must not guess can refuse them.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import libcst as cst
@@ -310,11 +311,11 @@ class Lookup:
 
     def __init__(
         self,
-        local: dict[str, Typed],
-        local_elements: dict[str, Typed],
-        attrs: dict[str, Typed],
-        attr_elements: dict[str, Typed],
-        globals_: dict[str, Typed],
+        local: Mapping[str, Typed],
+        local_elements: Mapping[str, Typed],
+        attrs: Mapping[str, Typed],
+        attr_elements: Mapping[str, Typed],
+        globals_: Mapping[str, Typed],
     ) -> None:
         self.local = local
         self.local_elements = local_elements

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+from collections import ChainMap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -242,6 +243,18 @@ class ModuleModel:
 
     def lookup_for(self, fn: FunctionInfo | None) -> Lookup:
         cls = fn.cls if fn is not None else None
+        if fn is not None and fn.parent is not None:
+            # a closure sees its enclosing functions' locals (its own shadow them), as Python does
+            chain = [fn]
+            while chain[-1].parent is not None:
+                chain.append(chain[-1].parent)
+            return Lookup(
+                ChainMap(*(f.locals for f in chain)),
+                ChainMap(*(f.local_elements for f in chain)),
+                cls.attrs if cls else {},
+                cls.attr_elements if cls else {},
+                self.oracle.globals,
+            )
         return Lookup(
             fn.locals if fn else {},
             fn.local_elements if fn else {},
