@@ -10,7 +10,7 @@ import libcst as cst
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
-from offlint.analysis.syntax import child_nodes, same_code, walk
+from offlint.analysis.syntax import same_code, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS, CURRENT_STREAM, DEVICE_SYNCS
 
 
@@ -96,10 +96,9 @@ def recorded_in_enclosing_call(model: ModuleModel, site: CallSite, name: str) ->
     one nested in it records an event into it: the event lives and is recorded within one call of
     the enclosing function, so in the same capture as the wait (hooks and callbacks defined for
     one forward, as MoE dispatch overlap does)."""
-    fn = site.function
-    if is_parameter(fn, name) or (_binds(fn, name) and name not in nonlocal_names(fn)):
-        return False  # fn's own local (or argument): not a closure variable
-    enclosing = _binding_enclosure(fn, name)
+    if _holds_own_local(site.function, name):
+        return False
+    enclosing = _binding_enclosure(site.function, name)
     if enclosing is None:
         return False
     return any(name in events_recorded_into(f) for f in _functions_within(model, enclosing))
@@ -109,10 +108,9 @@ def joined_within_enclosing_call(model: ModuleModel, fn: FunctionInfo, order: in
     """After the fork at `order`, `fn` (a nested function) records an event into a closure
     variable (`nonlocal ev; ev = side.record_event()`) that a function of the same enclosing call
     waits on: the join happens within one call of the enclosing function (MoE dispatch hooks)."""
-    recorded = events_recorded_into(fn, after=order)
-    declared = nonlocal_names(fn)
-    free = {n for n in recorded if n in declared or not (_binds(fn, n) or is_parameter(fn, n))}
-    for name in free:
+    for name in events_recorded_into(fn, after=order):
+        if _holds_own_local(fn, name):
+            continue
         enclosing = _binding_enclosure(fn, name)
         if enclosing is None:
             continue
@@ -146,33 +144,25 @@ def events_recorded_into(fn: FunctionInfo, after: int = -1) -> set[str]:
     return found
 
 
-def nonlocal_names(fn: FunctionInfo) -> set[str]:
-    """Names `fn` declares `nonlocal` (its own statements, not nested functions')."""
-    found: set[str] = set()
-    stack: list[cst.CSTNode] = list(child_nodes(fn.node.body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Nonlocal):
-            found.update(item.name.value for item in node.names)
-        elif not isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Lambda):
-            stack.extend(child_nodes(node))
-    return found
+def _holds_own_local(fn: FunctionInfo, name: str) -> bool:
+    """`name` is `fn`'s own variable (an argument, or assigned without `nonlocal`), not a closure's."""
+    if name in fn.nonlocals:
+        return False
+    return is_parameter(fn, name) or any(
+        isinstance(t, cst.Name) and t.value == name for a in fn.assignments for t in a.targets
+    )
 
 
 def _binding_enclosure(fn: FunctionInfo, name: str) -> FunctionInfo | None:
-    """The nearest enclosing function that holds `name` as its own local."""
+    """The nearest enclosing function that holds `name` as its own variable."""
     enclosing = fn.parent
-    while enclosing is not None and not (_binds(enclosing, name) and name not in nonlocal_names(enclosing)):
+    while enclosing is not None and not _holds_own_local(enclosing, name):
         enclosing = enclosing.parent
     return enclosing
 
 
 def _functions_within(model: ModuleModel, outer: FunctionInfo) -> list[FunctionInfo]:
     return [f for f in model.functions if _is_within(f, outer)]
-
-
-def _binds(fn: FunctionInfo, name: str) -> bool:
-    return any(isinstance(t, cst.Name) and t.value == name for a in fn.assignments for t in a.targets)
 
 
 def _is_within(fn: FunctionInfo | None, outer: FunctionInfo) -> bool:

@@ -96,16 +96,22 @@ _NOT_TORCH_PREFIXES = (
 )
 _DEVICE_METHODS = frozenset({"cuda"})
 # tensor methods whose result is a view of the receiver: same device, same pinning
-_VIEW_METHODS = frozenset(
-    {"clone", "contiguous", "view", "reshape", "detach", "t", "narrow", "flatten", "squeeze", "unsqueeze"}
-)
+_VIEW_METHODS = frozenset({"contiguous", "view", "reshape", "detach", "t", "narrow", "flatten", "squeeze", "unsqueeze"})
 # tensor methods that make a new tensor where the receiver is (on the host: pageable)
 _SAME_DEVICE_METHODS = frozenset(
-    {"sum", "max", "min", "amax", "amin", "mean", "prod", "any", "all", "argmax", "argmin", "cumsum", "abs"}
-    | {"float", "double", "half", "int", "long", "bool"}
+    {"clone", "sum", "max", "min", "amax", "amin", "mean", "prod", "any", "all", "argmax", "argmin", "cumsum"}
+    | {"abs", "float", "double", "half", "int", "long", "bool"}
 )
 # methods whose result is never a torch object: a numpy array, a list, a Python number
 _NON_TORCH_RESULTS = frozenset({"numpy", "tolist", "item"})
+
+
+def _made_where(source: Typed) -> Typed:
+    """A new tensor computed from `source`: on its device; on the host it is pageable (a fresh
+    allocation is never pinned)."""
+    if source.kind.is_host_tensor:
+        return Typed(Kind.PAGEABLE_HOST, source.guessed)
+    return source if source.kind.is_tensor else UNKNOWN
 
 
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
@@ -177,10 +183,7 @@ class KindOracle:
                 if q != "torch.as_tensor" or not isinstance(data, _PY_DATA):
                     return Typed(Kind.TENSOR)
             if q in _REDUCTIONS and call.args and call.args[0].keyword is None:
-                source = self.of(call.args[0].value, lookup)
-                if source.kind.is_host_tensor:
-                    return Typed(Kind.PAGEABLE_HOST, source.guessed)
-                return source if source.kind.is_tensor else UNKNOWN
+                return _made_where(self.of(call.args[0].value, lookup))
             if q in _TENSOR_FACTORIES:
                 if is_true(keyword(call, "pin_memory")):
                     return Typed(Kind.PINNED_HOST)
@@ -208,40 +211,29 @@ class KindOracle:
             method = call.func.attr.value
             if method in _NON_TORCH_RESULTS:
                 return Typed(Kind.NOT_TORCH)
-            if self.of(call.func.value, lookup).kind is Kind.NOT_TORCH:
+            # typed once: every branch below is about the receiver (a chain is typed once per link)
+            receiver = self.of(call.func.value, lookup)
+            if receiver.kind is Kind.NOT_TORCH:
                 return Typed(Kind.NOT_TORCH)  # `arr.sum()` on a numpy array, `q.get()` on a queue
             if method == "pin_memory":
                 return Typed(Kind.PINNED_HOST)
             if method in _DEVICE_METHODS:
                 return Typed(Kind.DEVICE_TENSOR)
-            if method == "cpu":
-                receiver = self.of(call.func.value, lookup)
-                if receiver.kind.is_host_tensor:
-                    return Typed(receiver.kind)  # a host tensor's .cpu() is itself
-                return Typed(Kind.PAGEABLE_HOST)
             if method == "to":
                 target = keyword(call, "device")
                 if target is None and call.args and call.args[0].keyword is None:
                     target = call.args[0].value
                 if names_cuda_device(target, self.resolver):
                     return Typed(Kind.DEVICE_TENSOR)
-                if names_cpu_device(target):
-                    receiver = self.of(call.func.value, lookup)
-                    if receiver.kind.is_host_tensor:
-                        return Typed(receiver.kind)  # a host tensor's .to("cpu") is itself
-                    return Typed(Kind.PAGEABLE_HOST)
-                receiver = self.of(call.func.value, lookup)
-                return receiver if receiver.kind.is_tensor else UNKNOWN
+                if not names_cpu_device(target):
+                    return receiver if receiver.kind.is_tensor else UNKNOWN
+            if method in ("cpu", "to"):
+                # a host tensor's .cpu() / .to("cpu") is itself; anything else is copied to the host
+                return Typed(receiver.kind) if receiver.kind.is_host_tensor else Typed(Kind.PAGEABLE_HOST)
             if method in _VIEW_METHODS:
-                receiver = self.of(call.func.value, lookup)
-                if receiver.kind.is_host_tensor and method == "clone":
-                    return Typed(Kind.PAGEABLE_HOST, receiver.guessed)  # clone() drops pinning
                 return receiver if receiver.kind.is_tensor else UNKNOWN
             if method in _SAME_DEVICE_METHODS:
-                receiver = self.of(call.func.value, lookup)
-                if receiver.kind.is_host_tensor:
-                    return Typed(Kind.PAGEABLE_HOST, receiver.guessed)
-                return receiver if receiver.kind.is_tensor else UNKNOWN
+                return _made_where(receiver)
             if method in ("record_event",):
                 return Typed(Kind.EVENT)
         return UNKNOWN

@@ -151,6 +151,7 @@ class FunctionInfo:
     locals: dict[str, Typed] = field(default_factory=dict)
     local_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # locals assigned from a capture test
+    nonlocals: set[str] = field(default_factory=set)  # names it declares `nonlocal`
     tests_capture: bool = False
     is_capture_predicate: bool = False  # `def is_capturing(): return torch.cuda.is_...()`
     reachable: bool = False
@@ -405,6 +406,8 @@ class ModuleModel:
                 if node.value is not None:
                     typed = join(typed, self.oracle.of(node.value, lookup))
                 self._bind(fn, node.target, typed, None, node.value)
+            elif isinstance(node, cst.Nonlocal):
+                fn.nonlocals.update(item.name.value for item in node.names)
             elif isinstance(node, cst.With):
                 for item in node.items:
                     if item.asname is not None and isinstance(item.asname.name, cst.Name):
@@ -720,7 +723,7 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
 
 # exact types, compared with `type(x) in`: isinstance against libcst's ABCs is slow
 _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
-_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call})
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal})
 
 
 def _own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
