@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from offlint import __version__
+from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, FixSafety, Location
 
 try:  # blake2b without loading OpenSSL (hashlib's import costs a warm run ~2 ms more)
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - an interpreter without the builtin module
     from hashlib import blake2b
-from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, FixSafety, Location
 
 CACHE_DIR_NAME = ".offlint_cache"
 FORMAT = 3

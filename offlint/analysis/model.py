@@ -197,6 +197,7 @@ class ModuleModel:
         self.module_functions: dict[str, FunctionInfo] = {}
         self.graph_region_calls: list[CallSite] = []
         self._function_of_call: dict[int, FunctionInfo] | None = None
+        self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
         self._collect_globals()
         # kinds first (two rounds so `self.a = local_ev` sees the local's kind), then bodies
@@ -226,6 +227,7 @@ class ModuleModel:
         self.module_functions = {}
         self.graph_region_calls = []
         self._function_of_call = None
+        self._lookups = {}
 
     # ------------------------------------------------------------------ queries
     def code_for(self, node: cst.CSTNode) -> str:
@@ -243,26 +245,25 @@ class ModuleModel:
         return self.resolver.qualname(expr)
 
     def lookup_for(self, fn: FunctionInfo | None) -> Lookup:
+        """The bindings `fn` sees. Made once per function: the dicts it views are filled in place
+        as the model is built, and rules ask for it at every call site."""
+        found = self._lookups.get(id(fn))
+        if found is not None:
+            return found
         cls = fn.cls if fn is not None else None
-        if fn is not None and fn.parent is not None:
-            # a closure sees its enclosing functions' locals (its own shadow them), as Python does
-            chain = [fn]
-            while chain[-1].parent is not None:
-                chain.append(chain[-1].parent)
-            return Lookup(
-                ChainMap(*(f.locals for f in chain)),
-                ChainMap(*(f.local_elements for f in chain)),
-                cls.attrs if cls else {},
-                cls.attr_elements if cls else {},
-                self.oracle.globals,
-            )
-        return Lookup(
-            fn.locals if fn else {},
-            fn.local_elements if fn else {},
+        scopes = []
+        scope = fn
+        while scope is not None:  # a closure sees its enclosing functions' locals, as Python does
+            scopes.append(scope)
+            scope = scope.parent
+        found = self._lookups[id(fn)] = Lookup(
+            ChainMap(*(f.locals for f in scopes)) if len(scopes) > 1 else (fn.locals if fn else {}),
+            ChainMap(*(f.local_elements for f in scopes)) if len(scopes) > 1 else (fn.local_elements if fn else {}),
             cls.attrs if cls else {},
             cls.attr_elements if cls else {},
             self.oracle.globals,
         )
+        return found
 
     def kind_of(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> Typed:
         return self.oracle.of(expr, self.lookup_for(fn))
