@@ -106,14 +106,11 @@ def _render_one(diagnostic: Diagnostic, frame: _Frame | None, root: Path, show_f
                 out.append("^" * frame.caret_width + " " + diagnostic.code, style=STYLE_CARET)
                 out.append("\n")
         out.append(blank_gutter + "\n", style=STYLE_GUTTER)
-    if diagnostic.fix_title:
-        out.append(" " * gutter_width + " = ")
-        out.append("help", style=STYLE_HELP)
-        out.append(f": {diagnostic.fix_title}\n")
-    if diagnostic.note:
-        out.append(" " * gutter_width + " = ")
-        out.append("note", style=STYLE_HELP)
-        out.append(f": {diagnostic.note}\n")
+    for label, text in (("help", diagnostic.fix_title), ("note", diagnostic.note)):
+        if text:
+            out.append(" " * gutter_width + " = ")
+            out.append(label, style=STYLE_HELP)
+            out.append(f": {text}\n")
     return out
 
 
