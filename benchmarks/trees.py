@@ -20,6 +20,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,7 @@ TREES: dict[str, TreeSpec] = {
     "deepspeed": TreeSpec("deepspeed", "deepspeed==0.19.8", sdist=True),
     "sglang": TreeSpec("sglang", "sglang==0.5.23", sdist=False),
     "diffusers": TreeSpec("diffusers", "diffusers==0.36.0", sdist=False),
-    "vllm": TreeSpec("vllm", "vllm==0.12.0", sdist=True),
+    "vllm": TreeSpec("vllm", "vllm==0.34.0", sdist=False),
 }
 DEFAULT_TREES = ("accelerate", "deepspeed", "sglang")
 
@@ -107,23 +108,31 @@ def _download(spec: TreeSpec, *, quiet: bool) -> Path:
     for found in sorted(downloads.glob(f"{spec.name}-{version}*")):
         if found.suffix in (".whl", ".gz", ".zip"):
             return found
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
-    if spec.sdist:
-        command += ["--no-binary", ":all:"]
-    else:
-        command += ["--only-binary", ":all:"]
-    command += ["-d", str(downloads), spec.requirement]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise TreeUnavailable(f"{spec.requirement}: pip download failed: {exc}") from exc
-    if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise TreeUnavailable(f"{spec.requirement}: pip download failed (offline?): {tail[0]}")
+    pip_download(spec.requirement, downloads, sdist=spec.sdist, quiet=quiet)
     for found in sorted(downloads.glob(f"{spec.name}-{version}*")):
         if found.suffix in (".whl", ".gz", ".zip"):
             return found
     raise TreeUnavailable(f"{spec.requirement}: pip reported success but left no archive")
+
+
+def pip_download(
+    requirement: str, into: Path, *, sdist: bool, extra: Sequence[str] = (), quiet: bool = True
+) -> None:
+    """`pip download --no-deps` of one release into `into`: the sdist (`--no-binary :all:`) or a
+    wheel (`--only-binary :all:`, `extra` options such as `--platform` choosing which).
+    TreeUnavailable with pip's last line when it fails (offline, no such release)."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+    command += ["--no-binary", ":all:"] if sdist else ["--only-binary", ":all:"]
+    command += [*extra, "-d", str(_ensure(into)), requirement]
+    if not quiet:
+        print("+", " ".join(command), file=sys.stderr)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TreeUnavailable(f"{requirement}: pip download failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise TreeUnavailable(f"{requirement}: pip download failed (offline?): {tail[0]}")
 
 
 def _unpack(archive: Path, into: Path) -> None:

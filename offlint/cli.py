@@ -88,6 +88,13 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("-o", "--output-file", type=click.Path(path_type=Path), help="Write the report here instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of each diagnostic.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when diagnostics are found.")
+@click.option(
+    "--min-confidence",
+    type=click.Choice(["high", "medium", "low"]),
+    help="Report findings reached at least this surely (default: medium; config min-confidence). "
+    "high: from a capture region in the tree; medium: the forward path of offloader-style code; "
+    "low: any method of a class that holds streams or events.",
+)
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this pyproject.toml / offlint.toml.")
 @click.option("--stdin-filename", help="Name (and config location) of source read from `-`; without PATHS, read stdin.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: number of cores).")
@@ -111,6 +118,7 @@ def check_command(
     output_file: Path | None,
     statistics: bool,
     exit_zero: bool,
+    min_confidence: str | None,
     config_file: Path | None,
     stdin_filename: str | None,
     jobs: int | None,
@@ -140,6 +148,7 @@ def check_command(
         timings=timings,
         color=color,
         front_end="libcst" if parser == "libcst" else "skeleton",
+        min_confidence=min_confidence,
     )
     if exit_zero and code == EXIT_FINDINGS:
         code = EXIT_CLEAN

@@ -33,10 +33,12 @@ KNOWN_KEYS = frozenset(
         "extend-exclude",
         "target-torch",
         "capture-reachable",
+        "min-confidence",
         "probe",
         "fix",
     }
 )
+CONFIDENCE_LEVELS = ("high", "medium", "low")
 _TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _SELECTOR = re.compile(r"^(ALL|OFL\d{0,3})$")
 
@@ -52,6 +54,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     target_torch: str | None = None
     capture_reachable: tuple[str, ...] = ()
+    min_confidence: str | None = None  # "high" | "medium" | "low"
     probe: dict[str, Any] = field(default_factory=dict)
     fix: dict[str, Any] = field(default_factory=dict)
 
@@ -117,6 +120,9 @@ def parse_config(table: dict[str, Any], source: Path) -> Config:
     target = table.get("target-torch")
     if target is not None and (not isinstance(target, str) or not _TORCH_VERSION.match(target)):
         raise ConfigError(f"{source}: [tool.offlint] target-torch must be a version like \"2.11\"")
+    floor = table.get("min-confidence")
+    if floor is not None and floor not in CONFIDENCE_LEVELS:
+        raise ConfigError(f"{source}: [tool.offlint] min-confidence must be one of {', '.join(CONFIDENCE_LEVELS)}")
     for key in ("probe", "fix"):
         if key in table and not isinstance(table[key], dict):
             raise ConfigError(f"{source}: [tool.offlint] {key} must be a table")
@@ -131,6 +137,7 @@ def parse_config(table: dict[str, Any], source: Path) -> Config:
         + _string_list("extend-exclude", table.get("extend-exclude", []), source),
         target_torch=target,
         capture_reachable=_string_list("capture-reachable", table.get("capture-reachable", []), source),
+        min_confidence=floor,
         probe=dict(table.get("probe", {})),
         fix=dict(table.get("fix", {})),
     )
@@ -227,6 +234,7 @@ class SelectionOverrides:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    min_confidence: str | None = None  # --min-confidence, over the config's min-confidence
 
 
 def expand_selectors(selectors: Iterable[str], codes: Sequence[str], where: str) -> set[str]:

@@ -14,6 +14,32 @@ class FixSafety(str, enum.Enum):
     NONE = "none"  # no automatic fix exists
 
 
+class Confidence(str, enum.Enum):
+    """How capture reaches a finding (shared/CATALOGUE.md): what a team triages first.
+
+    high: reached by calls from a capture region in the checked tree, or code that branches on
+    the capture state, or named by configuration; hazards that hold however the code is reached
+    (a no-op `record_stream`, an eager race) are high too. medium: the forward path of
+    offloader-style code whose capture lives outside the tree (an engine's graph runner calling
+    `model(...)`). low: any other method of a class that holds streams or events.
+    """
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        return _CONFIDENCE_RANK[self]
+
+    def at_least(self, floor: Confidence) -> bool:
+        return self.rank >= floor.rank
+
+
+_CONFIDENCE_RANK = {Confidence.LOW: 1, Confidence.MEDIUM: 2, Confidence.HIGH: 3}
+DEFAULT_MIN_CONFIDENCE = Confidence.MEDIUM
+
+
 class ErrorKind(str, enum.Enum):
     """Why a file could not be analysed. These are errors of the run, never rule codes."""
 
@@ -51,6 +77,7 @@ class Diagnostic:
     # why the code counts as capture-reachable, for rules that only fire there ("capture-reachable:
     # method of offloader-style class Offloader"): what a user checks first when triaging
     note: str | None = None
+    confidence: Confidence = Confidence.HIGH
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -80,6 +107,7 @@ class FileReport:
     errors: list[FileError] = field(default_factory=list)
     parsed: bool = False  # False when the prefilter proved the file cannot hold a hazard
     suppressed: int = 0
+    hidden: int = 0  # findings below the confidence floor (--min-confidence)
     cached: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -90,6 +118,10 @@ class RunReport:
     errors: list[FileError] = field(default_factory=list)  # errors not tied to one analysed file
     timings: dict[str, float] = field(default_factory=dict)
     unread: int = 0  # cached files the stat index knew unchanged: neither read nor hashed
+
+    @property
+    def hidden(self) -> int:
+        return sum(f.hidden for f in self.files)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

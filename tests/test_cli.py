@@ -55,7 +55,7 @@ EVENT = textwrap.dedent(
             self.copy_stream = torch.cuda.Stream()
             self.ready = Event()
 
-        def consume(self, ready: Event):
+        def forward(self, ready: Event):
             current_stream().wait_event(ready)
             return self.buffers
     """
@@ -104,7 +104,7 @@ FIX_RECORD = "Take the consumer stream before entering the side-stream block and
 CONCISE = [
     f"pkg/host_sync.py:5:5: OFL105 {MSG_SYNC}",
     f"pkg/host_sync.py:6:9: OFL105 {MSG_ITEM}",
-    f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT}",
+    f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT} [medium]",
     f"pkg/prefetch.py:7:9: OFL204 [*] {MSG_RECORD}",
 ]
 SUMMARY = "Found 4 errors (1 fixable with `offlint fix --apply`).\n"
@@ -199,14 +199,15 @@ def test_full_format_is_the_default(project: Path) -> None:
         f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT}",
         "   |",
         " 9 |",
-        "10 |     def consume(self, ready: Event):",
+        "10 |     def forward(self, ready: Event):",
         "11 |         current_stream().wait_event(ready)",
         "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ OFL101",
         "12 |         return self.buffers",
         "   |",
         f"   = help: {FIX_WAIT}",
-        "   = note: capture-reachable: method of offloader-style class Prefetcher: it keeps a CUDA"
-        " stream or event in self.copy_stream",
+        "   = note: capture-reachable: forward path of offloader-style class Prefetcher: it keeps a"
+        " CUDA stream or event in self.copy_stream",
+        "   = confidence: medium",  # the capture that calls this forward is outside the tree
     ]
     assert fourth.splitlines() == [
         f"pkg/prefetch.py:7:9: OFL204 [*] {MSG_RECORD}",
@@ -255,6 +256,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "end_location": {"row": 5, "column": 29},
             "fix": None,
             "note": "capture-reachable: called inside a CUDA graph capture region",
+            "confidence": "high",
         },
         {
             "code": "OFL105",
@@ -265,6 +267,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "end_location": {"row": 6, "column": 23},
             "fix": None,
             "note": "capture-reachable: called inside a CUDA graph capture region",
+            "confidence": "high",
         },
         {
             "code": "OFL101",
@@ -274,8 +277,9 @@ def test_json_format_field_by_field(project: Path) -> None:
             "location": {"row": 11, "column": 9},
             "end_location": {"row": 11, "column": 43},
             "fix": None,  # the rule has a fixer, but it cannot fix this snippet
-            "note": "capture-reachable: method of offloader-style class Prefetcher: it keeps a CUDA stream"
-            " or event in self.copy_stream",
+            "note": "capture-reachable: forward path of offloader-style class Prefetcher: it keeps a CUDA"
+            " stream or event in self.copy_stream",
+            "confidence": "medium",
         },
         {
             "code": "OFL204",
@@ -286,6 +290,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "end_location": {"row": 7, "column": 58},
             "fix": {"applicability": "safe", "message": FIX_RECORD},
             "note": None,  # OFL204 does not depend on capture-reachability
+            "confidence": "high",
         },
     ]
     assert document["errors"] == []
@@ -325,17 +330,18 @@ def test_sarif_format_field_by_field(project: Path) -> None:
     assert run["columnKind"] == "unicodeCodePoints"
     assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
 
-    graph = {"note": "capture-reachable: called inside a CUDA graph capture region"}
+    graph = {"note": "capture-reachable: called inside a CUDA graph capture region", "confidence": "high"}
     prefetcher = {
-        "note": "capture-reachable: method of offloader-style class Prefetcher: it keeps a CUDA stream"
-        " or event in self.copy_stream"
+        "note": "capture-reachable: forward path of offloader-style class Prefetcher: it keeps a CUDA"
+        " stream or event in self.copy_stream",
+        "confidence": "medium",
     }
     expected = [
         ("OFL105", MSG_SYNC, "pkg/host_sync.py", (5, 5, 5, 29), False, "none", graph),
         ("OFL105", MSG_ITEM, "pkg/host_sync.py", (6, 9, 6, 23), False, "none", graph),
         # the rule has an (unsafe) fixer, but `offlint fix` cannot fix this snippet
         ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 43), False, "none", prefetcher),
-        ("OFL204", MSG_RECORD, "pkg/prefetch.py", (7, 9, 7, 58), True, "safe", {}),
+        ("OFL204", MSG_RECORD, "pkg/prefetch.py", (7, 9, 7, 58), True, "safe", {"confidence": "high"}),
     ]
     assert len(run["results"]) == len(expected)
     fingerprints = set()
@@ -344,7 +350,9 @@ def test_sarif_format_field_by_field(project: Path) -> None:
     ):
         assert result_object["ruleId"] == code
         assert driver["rules"][result_object["ruleIndex"]]["id"] == code
-        assert result_object["level"] == "error"
+        # the confidence is the level: what capture surely reaches is an error, the rest warnings
+        assert result_object["level"] == ("warning" if note.get("confidence") == "medium" else "error")
+        assert result_object["rank"] == (60.0 if note.get("confidence") == "medium" else 90.0)
         assert result_object["message"] == {"text": message}
         (location,) = result_object["locations"]
         physical = location["physicalLocation"]
@@ -381,7 +389,8 @@ def test_github_format(project: Path) -> None:
     assert result.stdout.splitlines() == [
         f"::error file=pkg/host_sync.py,line=5,col=5,endLine=5,endColumn=29,title=OFL105::{MSG_SYNC}",
         f"::error file=pkg/host_sync.py,line=6,col=9,endLine=6,endColumn=23,title=OFL105::{MSG_ITEM}",
-        f"::error file=pkg/offloader.py,line=11,col=9,endLine=11,endColumn=43,title=OFL101::{MSG_WAIT}",
+        # medium confidence: a warning annotation
+        f"::warning file=pkg/offloader.py,line=11,col=9,endLine=11,endColumn=43,title=OFL101::{MSG_WAIT}",
         f"::error file=pkg/prefetch.py,line=7,col=9,endLine=7,endColumn=58,title=OFL204::{MSG_RECORD}",
     ]
     assert result.stderr == SUMMARY
@@ -667,7 +676,7 @@ def test_stdin_without_a_filename(project: Path) -> None:
 
 def test_stdin_with_a_filename(project: Path) -> None:
     code, lines, err = concise("-", "--stdin-filename", "pkg/edited.py", input=EVENT)
-    assert (code, lines, err) == (1, [f"pkg/edited.py:11:9: OFL101 {MSG_WAIT}"], "Found 1 error.\n")
+    assert (code, lines, err) == (1, [f"pkg/edited.py:11:9: OFL101 {MSG_WAIT} [medium]"], "Found 1 error.\n")
     # fixability is confirmed on the piped text too
     code, lines, err = concise("-", "--stdin-filename", "pkg/edited.py", input=RECORD)
     assert (code, lines) == (1, [f"pkg/edited.py:7:9: OFL204 [*] {MSG_RECORD}"])

@@ -50,7 +50,7 @@ EVENT = textwrap.dedent(
             self.copy_stream = torch.cuda.Stream()
             self.ready = Event()
 
-        def consume(self, ready: Event):
+        def forward(self, ready: Event):
             current_stream().wait_event(ready)
             return self.buffers
     """

@@ -105,9 +105,11 @@ def test_prefilter_never_drops_a_finding(example: RuleExample) -> None:
 
 
 def test_gate_knows_every_model_source() -> None:
-    from offlint.analysis import model, torch_api
+    from offlint.analysis import model, reachability, torch_api
 
-    assert model._HOOK_REGISTRARS <= torch_api.HOOK_REGISTRARS
+    assert reachability.HOOK_REGISTRARS <= torch_api.HOOK_REGISTRARS
+    assert model.SEGMENTED_GRAPH_CONTEXTS | reachability.EAGER_BREAK_DECORATORS <= torch_api.CAPTURE_METHOD_NAMES
+    assert reachability.GRAPHED_CALLABLES <= {f"torch.cuda.{n}" for n in torch_api.CAPTURE_API_NAMES}
     assert model.STREAM_ORDERING_METHODS <= torch_api.CAPTURE_METHOD_NAMES
     for qualname in model.STREAM_CONTEXTS | model.GRAPH_CONTEXTS | model.CAPTURE_TESTS:
         assert qualname.rsplit(".", 1)[1] in torch_api.CAPTURE_API_NAMES

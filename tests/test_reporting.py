@@ -225,6 +225,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
         "end_location": {"row": 6, "column": 26},
         "fix": {"applicability": "unsafe", "message": "Skip the wait"},
         "note": None,
+        "confidence": "high",
     }
     assert document["diagnostics"][0]["fix"] is None
     assert document["diagnostics"][2]["fix"]["applicability"] == "safe"

@@ -28,7 +28,7 @@ OFFLOADER = (
     "    def __init__(self):\n"
     "        self.alt_stream = torch.cuda.Stream()\n"
     "\n"
-    "    def get(self):\n"
+    "    def forward(self):\n"
     "        self.alt_stream.synchronize()\n"
     "        return 1\n"
 )

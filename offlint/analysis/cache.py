@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from offlint import __version__
-from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, FixSafety, Location
+from offlint.diagnostics import (
+    Confidence,
+    Diagnostic,
+    ErrorKind,
+    FileError,
+    FileReport,
+    FixSafety,
+    Location,
+)
 
 try:  # blake2b without loading OpenSSL (hashlib's import costs a warm run ~2 ms more)
     from _blake2 import blake2b
@@ -39,7 +47,7 @@ except ImportError:  # pragma: no cover - an interpreter without the builtin mod
     from hashlib import blake2b
 
 CACHE_DIR_NAME = ".offlint_cache"
-FORMAT = 3
+FORMAT = 4
 MAX_AGE_DAYS = 30
 RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -288,6 +296,7 @@ def _encode(report: FileReport) -> dict[str, Any]:
                 d.fix_safety.value,
                 d.source_line,
                 d.note,
+                d.confidence.value,
             ]
             for d in report.diagnostics
         ]
@@ -300,7 +309,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
     report = FileReport(path=display, parsed=bool(entry["p"]), cached=True)
     report.suppressed = int(entry.get("s", 0))
     for row in entry.get("d", ()):
-        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note = row
+        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence = row
         report.diagnostics.append(
             Diagnostic(
                 path=display,
@@ -312,6 +321,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 fix_safety=FixSafety(safety),
                 source_line=str(source),
                 note=None if note is None else str(note),
+                confidence=Confidence(confidence),
             )
         )
     for kind, message, line in entry.get("e", ()):

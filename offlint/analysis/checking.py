@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from offlint.analysis.engine import DecodeError, check_source, decode_source
-from offlint.analysis.run import CheckOptions, check_paths, settings_for
+from offlint.analysis.run import CheckOptions, below_floor_hidden, check_paths, settings_for
 from offlint.catalogue import CatalogueError, default_selection
 from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
 from offlint.diagnostics import RunReport
@@ -38,7 +38,7 @@ def check_stdin(
     settings = settings_for(finder.for_path(where), overrides, where, front_end)
     data = sys.stdin.buffer.read()
     report = RunReport()
-    report.files.append(check_source(data, display, settings))
+    report.files.append(below_floor_hidden(check_source(data, display, settings), settings))
     try:
         sources = {display: decode_source(data)}
     except DecodeError:
@@ -73,11 +73,14 @@ def run_check_command(
     timings: bool,
     color: bool | None,
     front_end: str = "skeleton",
+    min_confidence: str | None = None,
 ) -> int:
     from offlint.reporting import render, render_statistics
     from offlint.reporting.summary import render_summary
 
-    overrides = SelectionOverrides(select=select, extend_select=extend_select, ignore=ignore)
+    overrides = SelectionOverrides(
+        select=select, extend_select=extend_select, ignore=ignore, min_confidence=min_confidence
+    )
     started = time.perf_counter()
     sources: dict[str, str] = {}
     try:

@@ -24,12 +24,21 @@ from typing import TYPE_CHECKING
 
 from offlint.analysis.guard import nesting_problem, parse_with_cpython
 from offlint.analysis.prefilter import plan_for
-from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FileReport, Location
+from offlint.diagnostics import (
+    DEFAULT_MIN_CONFIDENCE,
+    Confidence,
+    Diagnostic,
+    ErrorKind,
+    FileError,
+    FileReport,
+    Location,
+)
 
 if TYPE_CHECKING:
     import libcst as cst
 
     from offlint.analysis.model import ModelOptions, ModuleModel
+    from offlint.analysis.reachability import Seed
     from offlint.analysis.rule import Finding, Rule
 
 
@@ -42,6 +51,11 @@ class FileSettings:
     extra_tokens: tuple[str, ...] = field(default=())
     # "skeleton" (CPython's parser, libcst node types) or "libcst" (the reference); see analyse_text
     front_end: str = "skeleton"
+    # functions other modules reach (callgraph.py): part of the key, a file is analysed anew when
+    # what reaches it changes
+    seeds: tuple[Seed, ...] = ()
+    # findings below it are hidden from the report; not part of the key (cached results hold all)
+    min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE
 
     def key(self) -> str:
         return self._key
@@ -54,6 +68,7 @@ class FileSettings:
                 ",".join(self.capture_reachable),
                 ",".join(self.extra_tokens),
                 self.front_end,
+                ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}" for s in self.seeds),
             ]
         )
 
@@ -88,8 +103,8 @@ def selected_rules(select: Iterable[str]) -> list[Rule]:
 
 def may_hold_hazard(text: str, settings: FileSettings) -> bool:
     """The prefilter: False only when no selected rule can fire anywhere in `text`."""
-    if any(token in text for token in settings.extra_tokens):
-        return True
+    if settings.seeds or any(token in text for token in settings.extra_tokens):
+        return True  # another module reaches a function defined here
     return plan_for(frozenset(settings.select), tuple(settings.capture_reachable)).accepts(text)
 
 
@@ -172,7 +187,7 @@ class _Job:
     def options(self) -> ModelOptions:
         from offlint.analysis.model import ModelOptions
 
-        return ModelOptions(capture_reachable=self.settings.capture_reachable)
+        return ModelOptions(capture_reachable=self.settings.capture_reachable, seeds=self.settings.seeds)
 
 
 @contextmanager
@@ -282,20 +297,17 @@ def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple
 
 
 def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> list[tuple[Rule, Finding]]:
+    from offlint.analysis.reachability import finding_reach
+
     findings: list[tuple[Rule, Finding]] = []
     for rule in rules:
         started = time.perf_counter()
-        found = list(rule.find(model))
-        if rule.explains_reachability:
-            found = [_with_reachability(model, f) for f in found]
-        findings.extend((rule, f) for f in found)
+        for finding in rule.find(model):
+            confidence, reason = finding_reach(model, finding.node)
+            note = f"capture-reachable: {reason}" if reason and rule.explains_reachability else ""
+            findings.append((rule, dataclasses.replace(finding, confidence=confidence, note=note or finding.note)))
         report.timings[f"rule {rule.code}"] = time.perf_counter() - started
     return findings
-
-
-def _with_reachability(model: ModuleModel, finding: Finding) -> Finding:
-    reason = model.reachability_of(finding.node)
-    return dataclasses.replace(finding, note=f"capture-reachable: {reason}") if reason else finding
 
 
 def _analyse_libcst(job: _Job) -> FileReport:
@@ -389,6 +401,7 @@ def _diagnostics(
                 fix_safety=spec.fix_safety,
                 source_line=lines[line - 1] if line <= len(lines) else "",
                 note=finding.note or None,
+                confidence=finding.confidence,
             )
         )
     found.sort(key=lambda d: d.sort_key)

@@ -14,8 +14,6 @@ resolved later, and only for nodes that are reported). It records:
 
 from __future__ import annotations
 
-import enum
-import fnmatch
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,56 +21,35 @@ from typing import cast
 
 import libcst as cst
 
+from offlint.analysis.context import Context
 from offlint.analysis.imports import NameResolver, dotted_name
 from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
+from offlint.analysis.reachability import Seed, mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
     GRAPH_CONTEXTS,
+    SEGMENTED_GRAPH_CONTEXTS,
     STREAM_CONTEXTS,
     STREAM_ORDERING_METHODS,
 )
+from offlint.diagnostics import Confidence
 
-
-class Context(enum.Enum):
-    """Whether code runs while a CUDA graph is being captured."""
-
-    CAPTURING = "capturing"  # only runs while capturing
-    EAGER = "eager"  # guarded: only runs when not capturing
-    UNKNOWN = "unknown"  # may run either way
-
-    def negate(self) -> Context:
-        if self is Context.CAPTURING:
-            return Context.EAGER
-        if self is Context.EAGER:
-            return Context.CAPTURING
-        return Context.UNKNOWN
-
-    @property
-    def may_capture(self) -> bool:
-        return self is not Context.EAGER
-
-
-_HOOK_REGISTRARS = frozenset(
-    {
-        "register_forward_pre_hook",
-        "register_forward_hook",
-        "register_full_backward_hook",
-        "register_module_forward_pre_hook",
-        "register_module_forward_hook",
-    }
-)
 _TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
 @dataclass(eq=False)
 class StreamScope:
-    """One `with torch.cuda.stream(expr):` around some code."""
+    """One `with torch.cuda.stream(expr):` around some code - also `with ctx:` where the
+    function bound `ctx = torch.cuda.stream(expr)` (or `nullcontext() if ... else
+    torch.cuda.stream(expr)`) before."""
 
     node: cst.With
     stream: cst.BaseExpression
     order: int  # order index of the `with` statement in its function
+    call: cst.Call | None = None  # the `torch.cuda.stream(expr)` call, where it is written
+    context: Context = Context.UNKNOWN  # the capture context of the `with` statement
 
 
 @dataclass(eq=False)
@@ -99,6 +76,8 @@ class CallSite:
         """May run during a capture: capture-reachable code, not guarded as eager."""
         if self.in_graph_region:
             return True
+        if self.function.eager_break:  # runs between the segments of a segmented capture
+            return False
         return self.function.reachable and self.context.may_capture
 
 
@@ -152,12 +131,15 @@ class FunctionInfo:
     local_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # locals assigned from a capture test
     nonlocals: set[str] = field(default_factory=set)  # names it declares `nonlocal`
+    global_names: set[str] = field(default_factory=set)  # names it declares `global`
     tests_capture: bool = False
     is_capture_predicate: bool = False  # `def is_capturing(): return torch.cuda.is_...()`
     reachable: bool = False
+    confidence: Confidence | None = None  # how capture reaches it (reachability.py); None: not
     reachable_reason: str = ""
     reachable_via: FunctionInfo | None = None  # the reachable function this one was reached from
     entry_context: Context = Context.UNKNOWN
+    eager_break: bool = False  # runs eagerly between the segments of a segmented capture
     binding_nodes: list[cst.CSTNode] | None = None  # Assign/AnnAssign/With/Call of its own body
 
     @property
@@ -173,6 +155,8 @@ class FunctionInfo:
 class ModelOptions:
     # extra capture-reachable functions: fnmatch patterns over `Class.method` or bare names
     capture_reachable: Sequence[str] = ()
+    # functions other modules of the checked tree reach (callgraph.py)
+    seeds: Sequence[Seed] = ()
 
 
 class ModuleModel:
@@ -196,9 +180,10 @@ class ModuleModel:
         self.functions: list[FunctionInfo] = []
         self.module_functions: dict[str, FunctionInfo] = {}
         self.graph_region_calls: list[CallSite] = []
-        self._function_of_call: dict[int, FunctionInfo] | None = None
+        self.function_index: dict[int, FunctionInfo] | None = None  # reachability.function_of
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
+        self._collect_device_modules()
         self._collect_globals()
         # kinds first (two rounds so `self.a = local_ev` sees the local's kind), then bodies
         for _ in range(2):
@@ -209,7 +194,7 @@ class ModuleModel:
         for fn in self.functions:
             _BodyWalker(self, fn).walk()
         self._mark_offloader_classes()
-        self._mark_reachable()
+        mark_reachable(self, self.options.capture_reachable, self.options.seeds)
 
     def dispose(self) -> None:
         """Break the model's reference cycles (a call site and its function point at each other)
@@ -226,7 +211,7 @@ class ModuleModel:
         self.classes = []
         self.module_functions = {}
         self.graph_region_calls = []
-        self._function_of_call = None
+        self.function_index = None
         self._lookups = {}
 
     # ------------------------------------------------------------------ queries
@@ -271,30 +256,6 @@ class ModuleModel:
     def all_calls(self) -> Iterator[CallSite]:
         for fn in self.functions:
             yield from fn.calls
-
-    def reachability_of(self, node: cst.CSTNode) -> str | None:
-        """Why the function holding the call `node` is capture-reachable; None when it is not
-        (or `node` is no call site)."""
-        if self._function_of_call is None:
-            self._function_of_call = {id(site.node): fn for fn in self.functions for site in fn.calls}
-        fn = self._function_of_call.get(id(node))
-        if fn is None or not fn.reachable:
-            return None
-        if fn.reachable_via is None:
-            return fn.reachable_reason
-        # the chain back to where reachability starts, and why it starts there: "called from
-        # A._impl ← A.forward (forward of an nn.Module in a capture-aware module)"
-        chain: list[str] = []
-        seen = {id(fn)}
-        root = fn
-        while root.reachable_via is not None and id(root.reachable_via) not in seen and len(chain) < 4:
-            root = root.reachable_via
-            seen.add(id(root))
-            chain.append(root.qualname)
-        if root.reachable_via is not None:
-            chain.append("…")
-        verb = "defined inside" if fn.reachable_reason.startswith("defined inside") else "called from"
-        return f"{verb} {' ← '.join(chain)} ({root.reachable_reason})"
 
     def is_capture_test(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
         """True when `expr` is true exactly while capturing."""
@@ -375,17 +336,45 @@ class ModuleModel:
     def _collect_definitions(self) -> None:
         _Definitions(self).run(self.module)
 
+    def _collect_device_modules(self) -> None:
+        """Names bound to a torch device module (`device_module = torch.get_device_module(d)`,
+        `self.mod = getattr(torch, device_type)`), for the resolver: a name counts when every
+        value bound to it in the module (None aside) is one, chains of such names included."""
+        values: dict[str, list[cst.BaseExpression]] = {}
+        for assign in module_level_assigns(self.module):
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    values.setdefault(target.target.value, []).append(assign.value)
+        for fn in self.functions:
+            if fn.binding_nodes is None:  # collected once, read by every round of `_collect_bindings`
+                fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
+            for node in fn.binding_nodes:
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        dotted = dotted_name(target.target)
+                        if dotted is not None and dotted.count(".") <= (1 if dotted.startswith("self.") else 0):
+                            values.setdefault(dotted, []).append(node.value)
+        resolver = self.resolver
+        candidates = {name: bound for name, bound in values.items() if name not in resolver.bindings}
+        changed = True
+        while changed:  # a second round for `dm = self.device_module` after `self.device_module = ...`
+            changed = False
+            for name, bound in list(candidates.items()):
+                if all(_is_none_literal(v) for v in bound):
+                    del candidates[name]
+                elif all(_is_none_literal(v) or resolver.device_module_of(v) is not None for v in bound):
+                    resolver.device_modules.add(name)
+                    del candidates[name]
+                    changed = True
+
     def _collect_globals(self) -> None:
         lookup = Lookup({}, {}, {}, {}, self.oracle.globals)
-        for stmt in self.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign):
-                        typed = self.oracle.of(small.value, lookup)
-                        for target in small.targets:
-                            if isinstance(target.target, cst.Name):
-                                name = target.target.value
-                                self.oracle.globals[name] = join(self.oracle.globals.get(name), typed)
+        for small in module_level_assigns(self.module):
+            typed = self.oracle.of(small.value, lookup)
+            for target in small.targets:
+                if isinstance(target.target, cst.Name):
+                    name = target.target.value
+                    self.oracle.globals[name] = join(self.oracle.globals.get(name), typed)
 
     def _collect_bindings(self, fn: FunctionInfo) -> None:
         lookup = self.lookup_for(fn)
@@ -396,6 +385,10 @@ class ModuleModel:
                 )
         if fn.binding_nodes is None:  # collected once, read by every round
             fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
+        if not fn.global_names:  # `global _STREAM`: its assignments bind the module's global
+            fn.global_names.update(
+                item.name.value for node in fn.binding_nodes if type(node) is cst.Global for item in node.names
+            )
         for node in fn.binding_nodes:
             if isinstance(node, cst.Assign):
                 typed = self.oracle.of(node.value, lookup)
@@ -409,6 +402,11 @@ class ModuleModel:
                 self._bind(fn, node.target, typed, None, node.value)
             elif isinstance(node, cst.Nonlocal):
                 fn.nonlocals.update(item.name.value for item in node.names)
+            elif isinstance(node, cst.Return):
+                if node.value is not None and fn.parent is None and fn.cls is None:
+                    # what a module function returns (`def get_side_stream(): return _STREAM`)
+                    name = fn.name
+                    self.oracle.returns[name] = join(self.oracle.returns.get(name), self.oracle.of(node.value, lookup))
             elif isinstance(node, cst.With):
                 for item in node.items:
                     if item.asname is not None and isinstance(item.asname.name, cst.Name):
@@ -428,6 +426,8 @@ class ModuleModel:
                 attr = self_attribute(container)
                 if attr is not None and fn.cls is not None:
                     fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
+            elif isinstance(node, cst.Call):
+                self._type_parameters_by_use(fn, node)
         body = fn.node.body
         if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
             only = body.body[0]
@@ -443,6 +443,26 @@ class ModuleModel:
                 )
             ):
                 fn.is_capture_predicate = True
+
+    def _type_parameters_by_use(self, fn: FunctionInfo, call: cst.Call) -> None:
+        """A parameter used as only a stream or an event can be: the receiver of `wait_stream`,
+        `wait_event` or `record_event`, the argument of `wait_stream` or `torch.cuda.stream` (a
+        stream); the argument of `wait_event` or `record_event` (an event)."""
+        uses: list[tuple[cst.BaseExpression, Kind]] = []
+        func = call.func
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in _STREAM_RECEIVER_METHODS:
+                uses.append((func.value, Kind.STREAM))
+                if first is not None:
+                    uses.append((first, Kind.STREAM if method == "wait_stream" else Kind.EVENT))
+        if first is not None and self.qualname(func) in STREAM_CONTEXTS:
+            uses.append((first, Kind.STREAM))
+        for expr, kind in uses:
+            if isinstance(expr, cst.Name) and expr.value != "self" and _is_parameter_of(fn, expr.value):
+                name = expr.value
+                fn.locals[name] = join(fn.locals.get(name), Typed(kind))
 
     def _element_kind(self, value: cst.BaseExpression, lookup: Lookup) -> Typed | None:
         if isinstance(value, cst.ListComp):
@@ -471,6 +491,9 @@ class ModuleModel:
             # flow-sensitive; the conversion out of torch must not hide the tensor (the
             # conversion itself is the sync)
             typed = Typed(Kind.UNKNOWN)
+        if isinstance(target, cst.Name) and target.value in fn.global_names:
+            self.oracle.globals[target.value] = join(self.oracle.globals.get(target.value), typed)
+            return
         if isinstance(target, cst.Name):
             name = target.value
             fn.locals[name] = join(fn.locals.get(name), typed)
@@ -532,96 +555,6 @@ class ModuleModel:
             elif ordering is not None:
                 what = ordering.method or (ordering.callee or "").rsplit(".", 1)[-1]
                 cls.offloader_evidence = f"it orders streams, {what} in {ordering.function.name}"
-
-    def _mark_reachable(self) -> None:
-        def mark(
-            fn: FunctionInfo, reason: str, entry: Context = Context.UNKNOWN, via: FunctionInfo | None = None
-        ) -> None:
-            if not fn.reachable:
-                fn.reachable = True
-                fn.reachable_reason = reason
-                fn.entry_context = entry
-                fn.reachable_via = via
-
-        patterns = list(self.options.capture_reachable)
-        for fn in self.functions:
-            if fn.cls is not None and fn.cls.offloader_style:
-                style = f"offloader-style class {fn.cls.name}: {fn.cls.offloader_evidence}"
-                if fn.parent is not None:
-                    mark(fn, f"defined inside {style}")
-                elif not _is_lifecycle_dunder(fn.name):
-                    mark(fn, f"method of {style}")
-            if fn.tests_capture:
-                mark(fn, "tests is_current_stream_capturing()")
-            if patterns and any(
-                fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
-            ):
-                mark(fn, "named by configuration (capture-reachable)")
-        # hooks and wrapped forwards count when an offloader installs them: in a module with an
-        # offloader-style class, or (below) from capture-reachable code
-        has_offloader = any(cls.offloader_style for cls in self.classes)
-        for call in self.all_calls():
-            if has_offloader:
-                self._mark_installed_hook(call, mark)
-            if call.in_graph_region:
-                target = self._called_function(call.node, call.function)
-                if target is not None:
-                    mark(target, "called inside a CUDA graph capture region", Context.CAPTURING)
-        if has_offloader:
-            for assign in (a for fn in self.functions for a in fn.assignments):
-                self._mark_installed_forward(assign, mark)
-        module_is_capture_aware = any(fn.reachable for fn in self.functions) or bool(self.graph_region_calls)
-        if module_is_capture_aware:
-            for cls in self.classes:
-                forward = cls.methods.get("forward")
-                if cls.is_nn_module and forward is not None:
-                    mark(forward, "forward of an nn.Module in a capture-aware module")
-        # reachability flows along same-module calls made where capture is possible
-        changed = True
-        while changed:
-            changed = False
-            for fn in self.functions:
-                if not fn.reachable:
-                    continue
-                for call in fn.calls:
-                    changed = self._mark_installed_hook(call, mark) or changed
-                    if not call.context.may_capture:
-                        continue
-                    target = self._called_function(call.node, fn)
-                    if target is not None and not target.reachable and not _is_lifecycle_dunder(target.name):
-                        mark(target, f"called from capture-reachable {fn.qualname}", via=fn)
-                        changed = True
-                for assign in fn.assignments:
-                    changed = self._mark_installed_forward(assign, mark) or changed
-            for fn in self.functions:
-                if not fn.reachable and fn.parent is not None and fn.parent.reachable:
-                    mark(fn, f"defined inside capture-reachable {fn.parent.qualname}", via=fn.parent)
-                    changed = True
-
-    def _mark_installed_hook(self, call: CallSite, mark: Callable[[FunctionInfo, str], None]) -> bool:
-        """`m.register_forward_pre_hook(fn)`: fn runs inside every forward. True if newly marked."""
-        if call.method not in _HOOK_REGISTRARS or not call.node.args:
-            return False
-        target = self._function_named(call.node.args[0].value, call.function)
-        if target is None or target.reachable:
-            return False
-        mark(target, f"installed as a hook by {call.function.qualname}")
-        return True
-
-    def _mark_installed_forward(self, assign: Assignment, mark: Callable[[FunctionInfo, str], None]) -> bool:
-        """`module.forward = wrapped`: wrapped runs as the forward. True if newly marked."""
-        found = False
-        for target_expr in assign.targets:
-            if (
-                isinstance(target_expr, cst.Attribute)
-                and target_expr.attr.value == "forward"
-                and assign.value is not None
-            ):
-                target = self._function_named(assign.value, assign.function)
-                if target is not None and not target.reachable:
-                    mark(target, f"installed as a wrapped forward by {assign.function.qualname}")
-                    found = True
-        return found
 
     def _function_named(self, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
         """Resolve a hook/forward value: a local function, `self.m`, a module function,
@@ -707,9 +640,31 @@ class _Definitions:
 UNKNOWN_TYPED = Typed(Kind.UNKNOWN)
 
 
-def _is_lifecycle_dunder(name: str) -> bool:
-    # construction and teardown do not run under capture; __call__ does
-    return name.startswith("__") and name.endswith("__") and name != "__call__"
+# methods only a stream has (`s.wait_stream(x)`, `s.wait_event(ev)`, `s.record_event(ev)`)
+_STREAM_RECEIVER_METHODS = frozenset({"wait_stream", "wait_event", "record_event"})
+
+
+def _is_parameter_of(fn: FunctionInfo, name: str) -> bool:
+    return any(p.name.value == name for p in _all_params(fn.node.params))
+
+
+def _is_none_literal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def module_level_assigns(module: cst.Module) -> Iterator[cst.Assign]:
+    """Assignments run at module level: top-level ones and those in module-level `if`, `try`,
+    `with`, `for` blocks (`if torch.cuda.is_available(): _STREAM = torch.cuda.Stream()`), not
+    inside functions or classes."""
+    stack: list[cst.CSTNode] = list(reversed(module.body))
+    while stack:
+        node = stack.pop()
+        node_type = type(node)
+        if node_type is cst.SimpleStatementLine or node_type is cst.SimpleStatementSuite:
+            body = cast(cst.SimpleStatementLine, node).body
+            yield from (small for small in body if type(small) is cst.Assign)
+        elif node_type not in _SCOPE_TYPES and may_hold_statements(node_type):
+            stack.extend(reversed(child_nodes(node)))
 
 
 def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
@@ -724,7 +679,7 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
 
 # exact types, compared with `type(x) in`: isinstance against libcst's ABCs is slow
 _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
-_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal})
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return})
 
 
 def _own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
@@ -905,14 +860,21 @@ class _BodyWalker:
         graph = False
         for item in stmt.items:
             self.expression(item.item, stmt, ctx)
-            if isinstance(item.item, cst.Call):
+            opener = self._stream_context_call(item.item)
+            if opener is not None:
+                scope = StreamScope(
+                    node=stmt,
+                    stream=opener.args[0].value,
+                    order=self.next_order(),
+                    call=opener,
+                    context=Context.CAPTURING if self.graph_depth else ctx,
+                )
+                self.scopes.append(scope)
+                self.fn.stream_withs.append(scope)
+                pushed += 1
+            elif isinstance(item.item, cst.Call):
                 q = self.model.qualname(item.item.func)
-                if q in STREAM_CONTEXTS and item.item.args:
-                    scope = StreamScope(node=stmt, stream=item.item.args[0].value, order=self.next_order())
-                    self.scopes.append(scope)
-                    self.fn.stream_withs.append(scope)
-                    pushed += 1
-                elif q in GRAPH_CONTEXTS:
+                if q in GRAPH_CONTEXTS or _last_name(item.item.func) in SEGMENTED_GRAPH_CONTEXTS:
                     graph = True
         if graph:
             self.graph_depth += 1
@@ -923,6 +885,27 @@ class _BodyWalker:
         for _ in range(pushed):
             self.scopes.pop()
         return ctx
+
+    def _stream_context_call(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
+        """The `torch.cuda.stream(s)` call a `with` item enters: written there, one branch of a
+        conditional whose other branch is not a stream context (`nullcontext() if s is None
+        else torch.cuda.stream(s)`: on the path that switches, it switches to s), or the value a
+        local name was last bound to before the `with` (`ctx = ...; with ctx:`)."""
+        if isinstance(expr, cst.Call):
+            if expr.args and self.model.qualname(expr.func) in STREAM_CONTEXTS:
+                return expr
+            return None
+        if depth > 2:
+            return None
+        if isinstance(expr, cst.IfExp):
+            body = self._stream_context_call(expr.body, depth + 1)
+            orelse = self._stream_context_call(expr.orelse, depth + 1)
+            return body if orelse is None else (orelse if body is None else None)
+        if isinstance(expr, cst.Name):
+            for assign in reversed(self.fn.assignments):
+                if any(isinstance(t, cst.Name) and t.value == expr.value for t in assign.targets):
+                    return self._stream_context_call(assign.value, depth + 1) if assign.value is not None else None
+        return None
 
     def small(self, small: cst.BaseSmallStatement, stmt: cst.CSTNode, ctx: Context) -> None:
         if isinstance(small, cst.Assign | cst.AnnAssign | cst.AugAssign):
@@ -997,6 +980,14 @@ class _BodyWalker:
         self.fn.calls.append(site)
         if site.in_graph_region:
             self.model.graph_region_calls.append(site)
+
+
+def _last_name(expr: cst.BaseExpression) -> str | None:
+    """`BreakableCUDAGraphCapture` for `bcg.BreakableCUDAGraphCapture` (the engines' own classes
+    are imported from wherever each engine keeps them)."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:

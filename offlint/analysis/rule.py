@@ -15,6 +15,7 @@ from typing import ClassVar
 import libcst as cst
 
 from offlint.analysis.model import ModuleModel
+from offlint.diagnostics import Confidence
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Finding:
     # values for the `{placeholders}` of the rule's message
     details: dict[str, str] = field(default_factory=dict)
     note: str = ""  # filled by the engine (see Rule.explains_reachability)
+    confidence: Confidence = Confidence.HIGH  # filled by the engine: how capture reaches it
 
 
 class Rule:

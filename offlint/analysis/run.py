@@ -36,7 +36,14 @@ from offlint.analysis.engine import (
 )
 from offlint.catalogue import default_selection
 from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_selection
-from offlint.diagnostics import ErrorKind, FileError, FileReport, RunReport
+from offlint.diagnostics import (
+    DEFAULT_MIN_CONFIDENCE,
+    Confidence,
+    ErrorKind,
+    FileError,
+    FileReport,
+    RunReport,
+)
 from offlint.discovery import Discovered, discover
 
 if TYPE_CHECKING:
@@ -68,8 +75,12 @@ def settings_for(
     codes = list(selection)
     defaults = [code for code, enabled in selection.items() if enabled]
     select = resolve_selection(config, overrides, codes, defaults, path)
+    floor = overrides.min_confidence or config.min_confidence
     return FileSettings(
-        select=select, capture_reachable=tuple(config.capture_reachable), front_end=front_end
+        select=select,
+        capture_reachable=tuple(config.capture_reachable),
+        front_end=front_end,
+        min_confidence=Confidence(floor) if floor else DEFAULT_MIN_CONFIDENCE,
     )
 
 
@@ -163,7 +174,7 @@ def check_paths(options: CheckOptions) -> RunReport:
             unread = _cached_unread(results_cache, found, settings)
             clock.add("cache", now() - at)
             if unread is not None:
-                report.files.append(unread)
+                report.files.append(below_floor_hidden(unread, settings))
                 report.unread += 1
                 continue
         at = now()
@@ -182,7 +193,7 @@ def check_paths(options: CheckOptions) -> RunReport:
             hit = results_cache.get(key, found.display)
             clock.add("cache", now() - at)
             if hit is not None:
-                report.files.append(hit)
+                report.files.append(below_floor_hidden(hit, settings))
                 continue
         at = now()
         early = _prefilter(data, found.display, settings)
@@ -203,14 +214,15 @@ def check_paths(options: CheckOptions) -> RunReport:
             with clock("pool start"):
                 pool = _Pool(worker_count(options.jobs, len(candidates)))
         keys = {job[1]: key for job, key in candidates}
+        floors = {job[1]: job[2] for job, _ in candidates}
         jobs = [job for job, _ in candidates]
         stream = pool.run(jobs) if pool is not None else (_analyse(job) for job in jobs)
         try:
             for file_report in stream:
-                report.files.append(file_report)
                 key = keys.get(file_report.path)
                 if results_cache is not None and key is not None:
-                    results_cache.put(key, file_report)
+                    results_cache.put(key, file_report)  # every finding: the floor is the report's
+                report.files.append(below_floor_hidden(file_report, floors[file_report.path]))
         finally:
             if pool is not None:
                 pool.close()
@@ -220,6 +232,17 @@ def check_paths(options: CheckOptions) -> RunReport:
     report.files.sort(key=lambda f: f.path)
     report.timings["total"] = time.perf_counter() - started
     return report
+
+
+def below_floor_hidden(file_report: FileReport, settings: FileSettings) -> FileReport:
+    """The report without the findings under the confidence floor (`--min-confidence`), which
+    it counts as hidden."""
+    floor = settings.min_confidence
+    kept = [d for d in file_report.diagnostics if d.confidence.at_least(floor)]
+    if len(kept) != len(file_report.diagnostics):
+        file_report.hidden += len(file_report.diagnostics) - len(kept)
+        file_report.diagnostics = kept
+    return file_report
 
 
 def _cached_unread(results_cache: ResultCache, found: Discovered, settings: FileSettings) -> FileReport | None:

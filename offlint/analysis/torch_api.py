@@ -41,6 +41,11 @@ EVENT_CONSTRUCTORS = frozenset({"torch.cuda.Event"})
 STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 CAPTURE_TESTS = frozenset({"torch.cuda.is_current_stream_capturing"})
 GRAPH_CONTEXTS = frozenset({"torch.cuda.graph"})
+# segmented ("breakable") capture: SGLang's and vLLM's own context managers, matched by class name
+SEGMENTED_GRAPH_CONTEXTS = frozenset({"BreakableCUDAGraphCapture"})
+# functions these run eagerly between two captured segments (decorators, by last name)
+EAGER_BREAK_DECORATORS = frozenset({"eager_on_graph", "eager_break_during_capture"})
+GRAPHED_CALLABLES = frozenset({"torch.cuda.make_graphed_callables"})
 GRAPH_CONSTRUCTORS = frozenset({"torch.cuda.CUDAGraph"})
 DEVICE_SYNCS = frozenset({"torch.cuda.synchronize"})
 COMPILE_DECORATORS = frozenset({"torch.compile"})
@@ -63,7 +68,7 @@ TENSOR_HOST_SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 CAPTURE_API_NAMES = frozenset(
     q.rsplit(".", 1)[1]
     for q in STREAM_CONSTRUCTORS | EVENT_CONSTRUCTORS | STREAM_CONTEXTS | CAPTURE_TESTS
-    | GRAPH_CONTEXTS | GRAPH_CONSTRUCTORS
+    | GRAPH_CONTEXTS | GRAPH_CONSTRUCTORS | GRAPHED_CALLABLES
 )
 # - methods, whatever the receiver: stream ordering (offloader-style classes), `record_event()`
 #   (an event), `capture_begin()` (a graph region), hook registration (installed hooks)
@@ -78,7 +83,9 @@ HOOK_REGISTRARS = frozenset(
 )
 # Hook registration and `module.forward = wrapped` make code reachable only where an offloader
 # installs them (model.py), which already needs one of the names above: they open no gate alone.
-CAPTURE_METHOD_NAMES = STREAM_ORDERING_METHODS | {"record_event", "capture_begin"}
+CAPTURE_METHOD_NAMES = (
+    STREAM_ORDERING_METHODS | {"record_event", "capture_begin"} | SEGMENTED_GRAPH_CONTEXTS | EAGER_BREAK_DECORATORS
+)
 # - attributes whose assignment installs capture-reachable code by itself: none (see above)
 CAPTURE_ASSIGNED_ATTRS: frozenset[str] = frozenset()
 CAPTURE_TOKENS = tuple(sorted(CAPTURE_API_NAMES | CAPTURE_METHOD_NAMES | CAPTURE_ASSIGNED_ATTRS))

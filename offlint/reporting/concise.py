@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offlint.diagnostics import Diagnostic, RunReport
+from offlint.diagnostics import Confidence, Diagnostic, RunReport
 from offlint.reporting._sources import display_path
 
 FIXABLE_MARKER = "[*]"
 
 
 def headline(diagnostic: Diagnostic, root: Path, *, show_fixes: bool) -> str:
-    """`path:line:col: CODE message`, with `[*]` before the message when a fix exists."""
+    """`path:line:col: CODE message`, with `[*]` before the message when a fix exists and the
+    confidence after it when it is below high (`[medium]`, `[low]`)."""
     where = diagnostic.location
     marker = f"{FIXABLE_MARKER} " if show_fixes and diagnostic.fixable else ""
+    tier = "" if diagnostic.confidence is Confidence.HIGH else f" [{diagnostic.confidence.value}]"
     return (
         f"{display_path(diagnostic.path, root)}:{where.line}:{where.column}: "
-        f"{diagnostic.code} {marker}{diagnostic.message}"
+        f"{diagnostic.code} {marker}{diagnostic.message}{tier}"
     )
 
 

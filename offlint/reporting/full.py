@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from offlint.diagnostics import Diagnostic, RunReport
+from offlint.diagnostics import Confidence, Diagnostic, RunReport
 from offlint.reporting._sources import SourceCache, display_path
 from offlint.reporting.concise import FIXABLE_MARKER
 
@@ -106,7 +106,10 @@ def _render_one(diagnostic: Diagnostic, frame: _Frame | None, root: Path, show_f
                 out.append("^" * frame.caret_width + " " + diagnostic.code, style=STYLE_CARET)
                 out.append("\n")
         out.append(blank_gutter + "\n", style=STYLE_GUTTER)
-    for label, text in (("help", diagnostic.fix_title), ("note", diagnostic.note)):
+    # the confidence is said when it is below high, as in the concise view
+    tier = None if diagnostic.confidence is Confidence.HIGH else diagnostic.confidence.value
+    footer = (("help", diagnostic.fix_title), ("note", diagnostic.note), ("confidence", tier))
+    for label, text in footer:
         if text:
             out.append(" " * gutter_width + " = ")
             out.append(label, style=STYLE_HELP)

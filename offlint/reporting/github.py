@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offlint.diagnostics import RunReport
+from offlint.diagnostics import Confidence, RunReport
 from offlint.reporting._sources import display_path
 
 
@@ -23,9 +23,13 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(properties: dict[str, object], message: str) -> str:
+def _command(properties: dict[str, object], message: str, command: str = "error") -> str:
     joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-    return f"::error {joined}::{escape_data(message)}\n"
+    return f"::{command} {joined}::{escape_data(message)}\n"
+
+
+# a finding's confidence picks the annotation: what capture surely reaches fails the check's look
+_COMMAND = {Confidence.HIGH: "error", Confidence.MEDIUM: "warning", Confidence.LOW: "notice"}
 
 
 def render_github(report: RunReport, *, root: Path) -> str:
@@ -40,7 +44,7 @@ def render_github(report: RunReport, *, root: Path) -> str:
             "endColumn": where.end_column,
             "title": diagnostic.code,
         }
-        lines.append(_command(properties, diagnostic.message))
+        lines.append(_command(properties, diagnostic.message, _COMMAND[diagnostic.confidence]))
     for error in report.all_errors:
         properties = {"file": display_path(error.path, root)}
         if error.line:

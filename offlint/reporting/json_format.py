@@ -15,7 +15,8 @@ bumps it to `offlint-json/2`):
           "location": {"row": 12, "column": 9},        # 1-based, columns in characters
           "end_location": {"row": 12, "column": 16},   # exclusive end, like ruff and SARIF
           "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>"} | null,
-          "note": "capture-reachable: <why>" | null   # rules that fire only in capture-reachable code
+          "note": "capture-reachable: <why>" | null,  # rules that fire only in capture-reachable code
+          "confidence": "high" | "medium" | "low"     # how capture reaches it (shared/CATALOGUE.md)
         }
       ],
       "errors": [                           # files that could not be checked, ordered by path
@@ -57,6 +58,7 @@ def diagnostic_object(diagnostic: Diagnostic, root: Path) -> dict[str, Any]:
         "end_location": {"row": where.end_line, "column": where.end_column},
         "fix": fix,
         "note": diagnostic.note,
+        "confidence": diagnostic.confidence.value,
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import offlint
 from offlint.catalogue import RuleSpec
-from offlint.diagnostics import Diagnostic, FixSafety, RunReport
+from offlint.diagnostics import Confidence, Diagnostic, FixSafety, RunReport
 from offlint.reporting._sources import SourceCache, display_path
 from offlint.reporting.json_format import dumps
 
@@ -29,6 +29,9 @@ TOOL_NAME = "offlint"
 INFORMATION_URI = "https://pypi.org/project/offlint/"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "offlintFingerprint/v1"
+# confidence as SARIF's level and rank (0-100): code scanning sorts and filters by them
+_LEVEL = {Confidence.HIGH: "error", Confidence.MEDIUM: "warning", Confidence.LOW: "note"}
+_RANK = {Confidence.HIGH: 90.0, Confidence.MEDIUM: 60.0, Confidence.LOW: 30.0}
 
 
 def rule_descriptor(spec: RuleSpec) -> dict[str, Any]:
@@ -118,7 +121,8 @@ def sarif_document(
             {
                 "ruleId": diagnostic.code,
                 "ruleIndex": rule_index[diagnostic.code],
-                "level": "error",
+                "level": _LEVEL[diagnostic.confidence],
+                "rank": _RANK[diagnostic.confidence],
                 "message": {"text": diagnostic.message},
                 "locations": [_location(display_path(diagnostic.path, root), region)],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
@@ -126,6 +130,7 @@ def sarif_document(
                     "fixable": diagnostic.fix_safety is not FixSafety.NONE,
                     "fixSafety": diagnostic.fix_safety.value,
                     **({"note": diagnostic.note} if diagnostic.note else {}),
+                    "confidence": diagnostic.confidence.value,
                 },
             }
         )

@@ -41,6 +41,10 @@ def render_counts(report: RunReport, *, show_fixes: bool = True) -> str:
         lines.append("No errors found in the files that could be checked.")
     if unchecked:
         lines.append(f"{_plural(unchecked, 'file')} could not be checked.")
+    if report.hidden:
+        lines.append(
+            f"{_plural(report.hidden, 'finding')} below the confidence floor not shown (`--min-confidence low` shows them)."
+        )
     return "".join(line + "\n" for line in lines)
 
 

@@ -1,0 +1,272 @@
+"""Which functions may run while a CUDA graph is being captured, how sure that is, and why.
+
+shared/CATALOGUE.md defines three tiers, and every reachable function carries the highest one any
+path gives it:
+
+- high: called (transitively) from a capture region (`torch.cuda.graph(...)`, segmented
+  `BreakableCUDAGraphCapture(...)`, `capture_begin()`…`capture_end()`,
+  `make_graphed_callables(...)`), code that branches on the capture state, functions named by
+  configuration, and functions another module of the checked tree reaches that way (`Seed`s from
+  the project call graph, `callgraph.py`);
+- medium: the forward path of offloader-style code whose capture lives outside the tree:
+  `forward`/`__call__` of classes that hold streams or events or order streams, `forward` of the
+  nn.Modules of such a module, hooks and wrapped forwards installed there, functions marked as
+  eager breaks of a segmented capture, and what all of those call;
+- low: any other method of an offloader-style class (schedulers, allocators, timers and loaders
+  hold streams too: their methods are reported only on request).
+
+Constructors and teardown are never reachable, and neither is what only they (or only
+unreachable code) call. Reachability flows along same-module calls made where capture is
+possible: a call under an `if not capturing:` guard carries nothing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from offlint.analysis.context import Context
+from offlint.analysis.imports import dotted_name
+from offlint.analysis.syntax import child_nodes
+from offlint.analysis.torch_api import EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES, HOOK_REGISTRARS
+from offlint.diagnostics import Confidence
+
+if TYPE_CHECKING:  # the model calls mark_reachable once it is built
+    from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+
+HIGH, MEDIUM, LOW = Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW
+_FORWARD_NAMES = ("forward", "__call__")
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A function of this module that is capture-reachable for a reason found elsewhere (another
+    module's capture region, configuration): its local qualified name, tier and the reason."""
+
+    qualname: str
+    confidence: Confidence
+    reason: str
+
+
+def mark_reachable(model: ModuleModel, patterns: Iterable[str] = (), seeds: Iterable[Seed] = ()) -> None:
+    """Set `reachable`, `confidence`, `reachable_reason`, `reachable_via` and `eager_break` on
+    every function of `model`."""
+    _Marker(model).run(tuple(patterns), tuple(seeds))
+
+
+class _Marker:
+    def __init__(self, model: ModuleModel) -> None:
+        self.model = model
+        self.queue: list[FunctionInfo] = []
+
+    def mark(
+        self,
+        fn: FunctionInfo,
+        confidence: Confidence,
+        reason: str,
+        *,
+        entry: Context = Context.UNKNOWN,
+        via: FunctionInfo | None = None,
+    ) -> None:
+        """Raise `fn` to `confidence` (never lower it); queue it when that changed anything."""
+        if fn.confidence is not None and fn.confidence.rank >= confidence.rank:
+            return
+        fn.reachable = True
+        fn.confidence = confidence
+        fn.reachable_reason = reason
+        fn.reachable_via = via
+        if entry is not Context.UNKNOWN or fn.entry_context is Context.UNKNOWN:
+            fn.entry_context = entry
+        self.queue.append(fn)
+
+    def run(self, patterns: tuple[str, ...], seeds: tuple[Seed, ...]) -> None:
+        model = self.model
+        by_qualname = {fn.qualname: fn for fn in model.functions}
+        for seed in seeds:
+            fn = by_qualname.get(seed.qualname)
+            if fn is not None:
+                self.mark(fn, seed.confidence, seed.reason)
+        offloader_module = any(cls.offloader_style for cls in model.classes)
+        capture_aware = offloader_module or bool(model.graph_region_calls)
+        for fn in model.functions:
+            if patterns and any(
+                fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
+            ):
+                self.mark(fn, HIGH, "named by configuration (capture-reachable)")
+            if fn.tests_capture:
+                capture_aware = True
+                self.mark(fn, HIGH, "tests is_current_stream_capturing()")
+            if _is_eager_break(model, fn):
+                fn.eager_break = True
+                self.mark(fn, MEDIUM, "an eager break of a segmented CUDA graph capture (runs between segments)")
+        for call in model.graph_region_calls:
+            for target in self._called(call):
+                self.mark(target, HIGH, "called inside a CUDA graph capture region", entry=Context.CAPTURING)
+        for call in model.all_calls():
+            if call.callee in GRAPHED_CALLABLES:
+                for arg in call.node.args[:1]:
+                    graphed = _function_named(model, arg.value, call.function)
+                    if graphed is not None:
+                        self.mark(graphed, HIGH, "graphed by make_graphed_callables", entry=Context.CAPTURING)
+            if offloader_module:
+                self._installed_hook(call, MEDIUM)
+        for holder in model.classes:
+            if holder.offloader_style:
+                style = f"offloader-style class {holder.name}: {holder.offloader_evidence}"
+                for name in _FORWARD_NAMES:
+                    forward = holder.methods.get(name)
+                    if forward is not None:
+                        self.mark(forward, MEDIUM, f"forward path of {style}")
+            elif capture_aware and holder.is_nn_module and "forward" in holder.methods:
+                self.mark(holder.methods["forward"], MEDIUM, "forward of an nn.Module in a capture-aware module")
+        if offloader_module:
+            for fn in model.functions:
+                for assign in fn.assignments:
+                    self._installed_forward(assign.targets, assign.value, fn, MEDIUM)
+        for fn in model.functions:
+            cls = fn.cls
+            if cls is not None and cls.offloader_style and fn.parent is None and not _is_lifecycle_dunder(fn.name):
+                self.mark(fn, LOW, f"method of offloader-style class {cls.name}: {cls.offloader_evidence}")
+        self._propagate()
+
+    def _propagate(self) -> None:
+        model = self.model
+        nested: dict[int, list[FunctionInfo]] = {}
+        for fn in model.functions:
+            if fn.parent is not None:
+                nested.setdefault(id(fn.parent), []).append(fn)
+        while self.queue:
+            fn = self.queue.pop()
+            confidence = fn.confidence
+            assert confidence is not None
+            for call in fn.calls:
+                self._installed_hook(call, MEDIUM if confidence is LOW else confidence)
+                if not call.context.may_capture:
+                    continue
+                for target in self._called(call):
+                    before = target.confidence
+                    self.mark(target, confidence, f"called from capture-reachable {fn.qualname}", via=fn)
+                    if target.confidence is not before and fn.eager_break and before is None:
+                        target.eager_break = True  # runs between segments too
+            for assign in fn.assignments:
+                self._installed_forward(assign.targets, assign.value, fn, MEDIUM if confidence is LOW else confidence)
+            for inner in nested.get(id(fn), ()):
+                self.mark(inner, confidence, f"defined inside capture-reachable {fn.qualname}", via=fn)
+                if fn.eager_break:
+                    inner.eager_break = True
+
+    def _called(self, call: CallSite) -> list[FunctionInfo]:
+        """Same-module functions a call runs: `f()`, `self.m()`, and a same-module nn.Module's
+        `forward` for `Block(...)(x)` or `block(x)` where `block = Block(...)` in that function."""
+        target = self.model._called_function(call.node, call.function)
+        if target is not None:
+            return [] if _is_lifecycle_dunder(target.name) else [target]
+        forward = _forward_of_instance(self.model, call)
+        return [forward] if forward is not None else []
+
+    def _installed_hook(self, call: CallSite, confidence: Confidence) -> None:
+        """`m.register_forward_pre_hook(fn)`: fn runs inside every forward of m."""
+        if call.method not in HOOK_REGISTRARS or not call.node.args:
+            return
+        target = _function_named(self.model, call.node.args[0].value, call.function)
+        if target is not None:
+            self.mark(target, confidence, f"installed as a hook by {call.function.qualname}")
+
+    def _installed_forward(
+        self, targets: tuple[cst.BaseExpression, ...], value: cst.BaseExpression | None, fn: FunctionInfo, confidence: Confidence
+    ) -> None:
+        """`module.forward = wrapped`: wrapped runs as the forward."""
+        if value is None:
+            return
+        for target_expr in targets:
+            if isinstance(target_expr, cst.Attribute) and target_expr.attr.value == "forward":
+                target = _function_named(self.model, value, fn)
+                if target is not None:
+                    self.mark(target, confidence, f"installed as a wrapped forward by {fn.qualname}")
+
+
+def _is_lifecycle_dunder(name: str) -> bool:
+    # construction and teardown do not run under capture; __call__ does
+    return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
+def _is_eager_break(model: ModuleModel, fn: FunctionInfo) -> bool:
+    """`@eager_on_graph`, `@eager_on_graph(True)`, `@eager_break_during_capture`: SGLang's and
+    vLLM's segmented capture run the function eagerly between two captured segments."""
+    for decorator in fn.node.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        name = model.qualname(expr) or dotted_name(expr) or ""
+        if name.rsplit(".", 1)[-1] in EAGER_BREAK_DECORATORS:
+            return True
+    return False
+
+
+def _function_named(model: ModuleModel, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
+    return model._function_named(expr, scope)
+
+
+def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | None:
+    """The `forward` of a same-module nn.Module class that a call invokes: `Block(...)(x)`, or
+    `block(x)` where the calling function assigned `block = Block(...)`."""
+    func = call.node.func
+    made: cst.BaseExpression | None = func if isinstance(func, cst.Call) else None
+    if made is None and isinstance(func, cst.Name):
+        for assign in call.function.assignments:
+            if (
+                assign.order < call.order
+                and isinstance(assign.value, cst.Call)
+                and any(isinstance(t, cst.Name) and t.value == func.value for t in assign.targets)
+            ):
+                made = assign.value
+    if not isinstance(made, cst.Call) or not isinstance(made.func, cst.Name):
+        return None
+    for cls in model.classes:
+        if cls.name == made.func.value and cls.is_nn_module:
+            return cls.methods.get("forward")
+    return None
+
+
+def function_of(model: ModuleModel, node: cst.CSTNode) -> FunctionInfo | None:
+    """The innermost function whose body holds `node` (None at module level)."""
+    index = model.function_index
+    if index is None:
+        index = {}
+        for fn in model.functions:  # outer functions come first: inner ones overwrite them
+            stack: list[cst.CSTNode] = [fn.node.body]
+            while stack:
+                current = stack.pop()
+                index[id(current)] = fn
+                stack.extend(child_nodes(current))
+        model.function_index = index
+    return index.get(id(node))
+
+
+def finding_reach(model: ModuleModel, node: cst.CSTNode) -> tuple[Confidence, str | None]:
+    """How capture reaches the code at `node`: its tier and, when it is reachable, why (followed
+    back along calls to where reachability starts). Code no capture reaches is `high`: the rules
+    that fire there report hazards that hold however the code runs."""
+    fn = function_of(model, node)
+    if fn is None or not fn.reachable or fn.confidence is None:
+        return HIGH, None
+    in_region = any(site.node is node and site.in_graph_region for site in fn.calls)
+    confidence = HIGH if in_region else fn.confidence
+    if fn.reachable_via is None:
+        return confidence, fn.reachable_reason
+    # "called from A._impl ← A.forward (forward path of offloader-style class A: …)"
+    chain: list[str] = []
+    seen = {id(fn)}
+    root = fn
+    while root.reachable_via is not None and id(root.reachable_via) not in seen and len(chain) < 4:
+        root = root.reachable_via
+        seen.add(id(root))
+        chain.append(root.qualname)
+    if root.reachable_via is not None:
+        chain.append("…")
+    verb = "defined inside" if fn.reachable_reason.startswith("defined inside") else "called from"
+    return confidence, f"{verb} {' ← '.join(chain)} ({root.reachable_reason})"
