@@ -303,7 +303,7 @@ def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> lis
     for rule in rules:
         started = time.perf_counter()
         for finding in rule.find(model):
-            confidence, reason = finding_reach(model, finding.node)
+            confidence, reason = finding_reach(model, finding.node, rule.explains_reachability)
             note = f"capture-reachable: {reason}" if reason and rule.explains_reachability else ""
             findings.append((rule, dataclasses.replace(finding, confidence=confidence, note=note or finding.note)))
         report.timings[f"rule {rule.code}"] = time.perf_counter() - started

@@ -29,6 +29,7 @@ from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
+    is_imported_capture_predicate,
     GRAPH_CONTEXTS,
     SEGMENTED_GRAPH_CONTEXTS,
     STREAM_CONTEXTS,
@@ -140,6 +141,7 @@ class FunctionInfo:
     reachable_via: FunctionInfo | None = None  # the reachable function this one was reached from
     entry_context: Context = Context.UNKNOWN
     eager_break: bool = False  # runs eagerly between the segments of a segmented capture
+    drives_capture: bool = False  # holds a capture region: it runs around the capture, not in it
     binding_nodes: list[cst.CSTNode] | None = None  # Assign/AnnAssign/With/Call of its own body
 
     @property
@@ -263,6 +265,8 @@ class ModuleModel:
             q = self.qualname(expr.func)
             if q in CAPTURE_TESTS:
                 return True
+            if q is not None and is_imported_capture_predicate(q):
+                return True  # `from ...capture_mode import get_is_capture_mode`: another module's helper
             target = self._called_function(expr, fn)
             return target is not None and target.is_capture_predicate
         if isinstance(expr, cst.Name) and fn is not None:
@@ -428,21 +432,13 @@ class ModuleModel:
                     fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
             elif isinstance(node, cst.Call):
                 self._type_parameters_by_use(fn, node)
-        body = fn.node.body
-        if isinstance(body, cst.IndentedBlock) and len(body.body) == 1:
-            only = body.body[0]
-            if (
-                isinstance(only, cst.SimpleStatementLine)
-                and len(only.body) == 1
-                and isinstance(only.body[0], cst.Return)
-                and only.body[0].value is not None
-                and (
-                    self.is_capture_test(only.body[0].value, fn)
-                    # `return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()`
-                    or self.capture_condition(only.body[0].value, fn) is Context.CAPTURING
-                )
-            ):
-                fn.is_capture_predicate = True
+        returned = _sole_returned_value(fn.node.body)
+        if returned is not None and (
+            self.is_capture_test(returned, fn)
+            # `return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()`
+            or self.capture_condition(returned, fn) is Context.CAPTURING
+        ):
+            fn.is_capture_predicate = True
 
     def _type_parameters_by_use(self, fn: FunctionInfo, call: cst.Call) -> None:
         """A parameter used as only a stream or an event can be: the receiver of `wait_stream`,
@@ -558,12 +554,14 @@ class ModuleModel:
 
     def _function_named(self, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
         """Resolve a hook/forward value: a local function, `self.m`, a module function,
-        `functools.partial(f, ...)`."""
-        if isinstance(expr, cst.Call) and expr.args:
+        `functools.partial(f, ...)`, or a factory's result (`make_pre_hook(i)` returning its
+        nested `hook`)."""
+        if isinstance(expr, cst.Call):
             q = self.qualname(expr.func)
             if q == "functools.partial" or dotted_name(expr.func) in ("partial", "functools.partial"):
-                return self._function_named(expr.args[0].value, scope)
-            return None
+                return self._function_named(expr.args[0].value, scope) if expr.args else None
+            factory = self._function_named(expr.func, scope) if isinstance(expr.func, cst.Name | cst.Attribute) else None
+            return _returned_nested_function(self, factory) if factory is not None else None
         if isinstance(expr, cst.Name):
             for fn in self.functions:
                 if fn.parent is scope and fn.name == expr.value:
@@ -646,6 +644,69 @@ _STREAM_RECEIVER_METHODS = frozenset({"wait_stream", "wait_event", "record_event
 
 def _is_parameter_of(fn: FunctionInfo, name: str) -> bool:
     return any(p.name.value == name for p in _all_params(fn.node.params))
+
+
+def _returned_nested_function(model: ModuleModel, factory: FunctionInfo) -> FunctionInfo | None:
+    """The function a factory makes and returns: `def make_hook(i): def hook(...): ...; return hook`."""
+    for ret in factory.returns:
+        value = ret.node.value
+        if isinstance(value, cst.Name):
+            for fn in model.functions:
+                if fn.parent is factory and fn.name == value.value:
+                    return fn
+    return None
+
+
+def _sole_returned_value(body: cst.BaseSuite, depth: int = 0) -> cst.BaseExpression | None:
+    """What a function made of one `return` returns - after a docstring, inside a `with`
+    (`with torch.cuda.device(d): return ...`), or in a `try` whose handlers return a constant
+    (`try: return ... except Exception: return False`) - with `bool(...)` taken off."""
+    if not isinstance(body, cst.IndentedBlock) or depth > 2:
+        return None
+    statements = list(body.body)
+    first = statements[0] if statements else None
+    if (
+        len(statements) > 1
+        and isinstance(first, cst.SimpleStatementLine)
+        and len(first.body) == 1
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    ):
+        statements = statements[1:]  # the docstring
+    if len(statements) != 1:
+        return None
+    only = statements[0]
+    value: cst.BaseExpression | None = None
+    if isinstance(only, cst.SimpleStatementLine) and len(only.body) == 1 and isinstance(only.body[0], cst.Return):
+        value = only.body[0].value
+    elif isinstance(only, cst.With):
+        value = _sole_returned_value(only.body, depth + 1)
+    elif isinstance(only, cst.Try) and only.orelse is None and only.finalbody is None and only.handlers:
+        if all(_returns_constant(handler.body) for handler in only.handlers):
+            value = _sole_returned_value(only.body, depth + 1)
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "bool"
+        and len(value.args) == 1
+        and value.args[0].keyword is None
+    ):
+        value = value.args[0].value
+    return value
+
+
+def _returns_constant(body: cst.BaseSuite) -> bool:
+    """An exception handler that returns False or None (`except Exception: return False`)."""
+    if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1:
+        return False
+    only = body.body[0]
+    return (
+        isinstance(only, cst.SimpleStatementLine)
+        and len(only.body) == 1
+        and isinstance(only.body[0], cst.Return)
+        and isinstance(only.body[0].value, cst.Name)
+        and only.body[0].value.value in ("False", "None")
+    )
 
 
 def _is_none_literal(expr: cst.BaseExpression) -> bool:
@@ -749,6 +810,7 @@ class _BodyWalker:
         if not isinstance(suite, cst.IndentedBlock):
             return ctx
         capture_region_open = False
+        early_exits = 0
         for stmt in suite.body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
@@ -763,8 +825,13 @@ class _BodyWalker:
                     self.small(small, stmt, ctx)
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 ctx = self.compound(stmt, ctx)
+                if isinstance(stmt, cst.If) and stmt.orelse is None and _terminates(stmt.body):
+                    # `if not tag: return`: the rest of the block runs only when the test failed
+                    self.guards.append((stmt.test, False))
+                    early_exits += 1
         if capture_region_open:
             self.graph_depth -= 1
+        del self.guards[len(self.guards) - early_exits :]
         return ctx
 
     def _is_capture_begin(self, small: cst.BaseSmallStatement) -> bool:

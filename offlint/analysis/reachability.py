@@ -73,6 +73,8 @@ class _Marker:
         via: FunctionInfo | None = None,
     ) -> None:
         """Raise `fn` to `confidence` (never lower it); queue it when that changed anything."""
+        if fn.drives_capture and not reason.startswith("named by configuration"):
+            return  # the capture driver itself runs outside the capture it drives
         if fn.confidence is not None and fn.confidence.rank >= confidence.rank:
             return
         fn.reachable = True
@@ -91,14 +93,17 @@ class _Marker:
             if fn is not None:
                 self.mark(fn, seed.confidence, seed.reason)
         offloader_module = any(cls.offloader_style for cls in model.classes)
-        capture_aware = offloader_module or bool(model.graph_region_calls)
+        drivers = {id(call.function) for call in model.graph_region_calls}
         for fn in model.functions:
+            if id(fn) in drivers:
+                # it drives a capture: what it runs inside the region is reached from there (high);
+                # its own set-up around the region (warm-up, synchronize, allocation) never is
+                fn.drives_capture = True
             if patterns and any(
                 fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
             ):
                 self.mark(fn, HIGH, "named by configuration (capture-reachable)")
             if fn.tests_capture:
-                capture_aware = True
                 self.mark(fn, HIGH, "tests is_current_stream_capturing()")
             if _is_eager_break(model, fn):
                 fn.eager_break = True
@@ -121,8 +126,6 @@ class _Marker:
                     forward = holder.methods.get(name)
                     if forward is not None:
                         self.mark(forward, MEDIUM, f"forward path of {style}")
-            elif capture_aware and holder.is_nn_module and "forward" in holder.methods:
-                self.mark(holder.methods["forward"], MEDIUM, "forward of an nn.Module in a capture-aware module")
         if offloader_module:
             for fn in model.functions:
                 for assign in fn.assignments:
@@ -247,13 +250,15 @@ def function_of(model: ModuleModel, node: cst.CSTNode) -> FunctionInfo | None:
     return index.get(id(node))
 
 
-def finding_reach(model: ModuleModel, node: cst.CSTNode) -> tuple[Confidence, str | None]:
+def finding_reach(model: ModuleModel, node: cst.CSTNode, needs_capture: bool) -> tuple[Confidence, str | None]:
     """How capture reaches the code at `node`: its tier and, when it is reachable, why (followed
-    back along calls to where reachability starts). Code no capture reaches is `high`: the rules
-    that fire there report hazards that hold however the code runs."""
+    back along calls to where reachability starts). In code no capture reaches, a finding of a
+    rule about capture (`needs_capture`: OFL106's eager `non_blocking` copies) is `low`; other
+    rules' findings there are hazards however the code runs: `high`."""
     fn = function_of(model, node)
     if fn is None or not fn.reachable or fn.confidence is None:
-        return HIGH, None
+        in_region = fn is not None and any(site.node is node and site.in_graph_region for site in fn.calls)
+        return (LOW if needs_capture and not in_region else HIGH), None
     in_region = any(site.node is node and site.in_graph_region for site in fn.calls)
     confidence = HIGH if in_region else fn.confidence
     if fn.reachable_via is None:
