@@ -108,6 +108,8 @@ class FileReport:
     parsed: bool = False  # False when the prefilter proved the file cannot hold a hazard
     suppressed: int = 0
     hidden: int = 0  # findings below the confidence floor (--min-confidence)
+    # what other modules need to know of this one (analysis/callgraph.py's ModuleIndex)
+    index: tuple[tuple[str, str, str, tuple[tuple[str, bool], ...]], ...] = ()
     cached: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 

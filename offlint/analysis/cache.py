@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - an interpreter without the builtin mod
     from hashlib import blake2b
 
 CACHE_DIR_NAME = ".offlint_cache"
-FORMAT = 4
+FORMAT = 5
 MAX_AGE_DAYS = 30
 RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -302,6 +302,8 @@ def _encode(report: FileReport) -> dict[str, Any]:
         ]
     if report.errors:
         entry["e"] = [[e.kind.value, e.message, e.line] for e in report.errors]
+    if report.index:
+        entry["i"] = [[q, c, r, [[t, inside] for t, inside in edges]] for q, c, r, edges in report.index]
     return entry
 
 
@@ -324,6 +326,10 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 confidence=Confidence(confidence),
             )
         )
+    report.index = tuple(
+        (str(q), str(c), str(r), tuple((str(t), bool(inside)) for t, inside in edges))
+        for q, c, r, edges in entry.get("i", ())
+    )
     for kind, message, line in entry.get("e", ()):
         report.errors.append(
             FileError(display, ErrorKind(kind), str(message), None if line is None else int(line))

@@ -297,8 +297,10 @@ def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple
 
 
 def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> list[tuple[Rule, Finding]]:
+    from offlint.analysis.callgraph import module_index
     from offlint.analysis.reachability import finding_reach
 
+    report.index = module_index(model)
     findings: list[tuple[Rule, Finding]] = []
     for rule in rules:
         started = time.perf_counter()

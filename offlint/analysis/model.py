@@ -29,11 +29,11 @@ from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
-    is_imported_capture_predicate,
     GRAPH_CONTEXTS,
     SEGMENTED_GRAPH_CONTEXTS,
     STREAM_CONTEXTS,
     STREAM_ORDERING_METHODS,
+    is_imported_capture_predicate,
 )
 from offlint.diagnostics import Confidence
 
@@ -177,6 +177,7 @@ class ModuleModel:
         self.source_of = source_of
         self.options = options or ModelOptions()
         self.resolver = NameResolver.of(module, imports)
+        self.import_nodes = imports  # the skeleton's import statements (None: walk the tree)
         self.oracle = KindOracle(self.resolver, self.resolver.imports_torch())
         self.classes: list[ClassInfo] = []
         self.functions: list[FunctionInfo] = []
@@ -319,13 +320,47 @@ class ModuleModel:
             left = self.branch_contexts(test.left, fn)
             right = self.branch_contexts(test.right, fn)
             if isinstance(test.operator, cst.And):  # body: both hold; else: either fails
-                return left[0] or right[0], None
+                body = left[0] or right[0]
+                if body is Context.CAPTURING and (
+                    (left[0] is Context.CAPTURING and _tests_cuda_tensor(test.right))
+                    or (right[0] is Context.CAPTURING and _tests_cuda_tensor(test.left))
+                ):
+                    # `if t.device.type == "cuda" and capturing: skip` - what the else branch runs
+                    # while capturing is for a tensor off the GPU: no CUDA work to capture
+                    return body, Context.EAGER
+                return body, None
             if isinstance(test.operator, cst.Or):  # body: either holds; else: both fail
                 return None, left[1] or right[1]
+        flag = self._eager_only_value_test(test, fn)
+        if flag is not None:
+            return flag
         decided = self.capture_condition(test, fn)
         if decided is None:
             return None, None
         return decided, decided.negate()
+
+    def _eager_only_value_test(
+        self, test: cst.BaseExpression, fn: FunctionInfo | None
+    ) -> tuple[Context | None, Context | None] | None:
+        """`if v is not None:` (or `if v:`) where the local `v` starts as None and is set only
+        where no capture runs (`dump_dir = None; if capturing: ... else: dump_dir = make()`): a
+        flag derived from the capture test, so that branch is eager; `if v is None:` the else."""
+        positive = True
+        name = test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comp = test.comparisons[0]
+            if not (isinstance(comp.comparator, cst.Name) and comp.comparator.value == "None"):
+                return None
+            if isinstance(comp.operator, cst.IsNot):
+                positive = True
+            elif isinstance(comp.operator, cst.Is):
+                positive = False
+            else:
+                return None
+            name = test.left
+        if fn is None or not isinstance(name, cst.Name) or not _set_only_eagerly(fn, name.value):
+            return None
+        return (Context.EAGER, None) if positive else (None, Context.EAGER)
 
     def _called_function(self, call: cst.Call, fn: FunctionInfo | None) -> FunctionInfo | None:
         """The same-module function a call reaches: `f()` or `self.m()`."""
@@ -679,11 +714,15 @@ def _sole_returned_value(body: cst.BaseSuite, depth: int = 0) -> cst.BaseExpress
     value: cst.BaseExpression | None = None
     if isinstance(only, cst.SimpleStatementLine) and len(only.body) == 1 and isinstance(only.body[0], cst.Return):
         value = only.body[0].value
-    elif isinstance(only, cst.With):
+    elif isinstance(only, cst.With) or (
+        # `try: return ... except Exception: return False`
+        isinstance(only, cst.Try)
+        and only.orelse is None
+        and only.finalbody is None
+        and only.handlers
+        and all(_returns_constant(handler.body) for handler in only.handlers)
+    ):
         value = _sole_returned_value(only.body, depth + 1)
-    elif isinstance(only, cst.Try) and only.orelse is None and only.finalbody is None and only.handlers:
-        if all(_returns_constant(handler.body) for handler in only.handlers):
-            value = _sole_returned_value(only.body, depth + 1)
     while (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Name)
@@ -707,6 +746,43 @@ def _returns_constant(body: cst.BaseSuite) -> bool:
         and isinstance(only.body[0].value, cst.Name)
         and only.body[0].value.value in ("False", "None")
     )
+
+
+def _set_only_eagerly(fn: FunctionInfo, name: str) -> bool:
+    """The local `name` of `fn` is bound (so far) only to None, or to other values where no
+    capture runs (an eager context), and to at least one such value."""
+    if name in fn.nonlocals or name in fn.global_names or _is_parameter_of(fn, name):
+        return False
+    set_eagerly = False
+    for assign in fn.assignments:
+        for target in assign.targets:
+            bound = [target] if isinstance(target, cst.Name) else [
+                e.value for e in getattr(target, "elements", ()) if isinstance(e.value, cst.Name)
+            ]
+            if not any(t.value == name for t in bound):
+                continue
+            if isinstance(target, cst.Name) and assign.value is not None and _is_none_literal(assign.value):
+                continue
+            if assign.context is not Context.EAGER or isinstance(assign.node, cst.AugAssign):
+                return False
+            set_eagerly = True
+    return set_eagerly
+
+
+def _tests_cuda_tensor(expr: cst.BaseExpression) -> bool:
+    """`t.is_cuda`, `t.device.type == "cuda"`: a test that a tensor lives on the GPU."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "is_cuda"
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        comp = expr.comparisons[0]
+        sides = (expr.left, comp.comparator)
+        names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
+        return (
+            isinstance(comp.operator, cst.Equal)
+            and any(isinstance(side, cst.SimpleString) and side.evaluated_value == "cuda" for side in sides)
+            and any(name.endswith(".device.type") for name in names)
+        )
+    return False
 
 
 def _is_none_literal(expr: cst.BaseExpression) -> bool:

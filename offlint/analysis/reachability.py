@@ -274,4 +274,6 @@ def finding_reach(model: ModuleModel, node: cst.CSTNode, needs_capture: bool) ->
     if root.reachable_via is not None:
         chain.append("…")
     verb = "defined inside" if fn.reachable_reason.startswith("defined inside") else "called from"
+    if root.reachable_reason.startswith("called from "):  # another module's caller: one chain
+        return confidence, f"{verb} {' ← '.join(chain)} ← {root.reachable_reason.removeprefix('called from ')}"
     return confidence, f"{verb} {' ← '.join(chain)} ({root.reachable_reason})"

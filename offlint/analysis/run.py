@@ -17,6 +17,7 @@ Parsing with libcst is the whole cost, so the work is staged and only what is le
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 import sys
@@ -48,6 +49,8 @@ from offlint.discovery import Discovered, discover
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    from offlint.analysis.reachability import Seed
 
 # below this many bytes of candidate source a pool costs more than it saves (~0.3 s of parsing)
 PARALLEL_THRESHOLD_BYTES = 250_000
@@ -226,12 +229,83 @@ def check_paths(options: CheckOptions) -> RunReport:
         finally:
             if pool is not None:
                 pool.close()
+    with clock("call graph"):
+        _follow_calls_across_modules(report, files, settings_of, results_cache)
     if results_cache is not None:
         with clock("cache"):
             results_cache.save()
     report.files.sort(key=lambda f: f.path)
     report.timings["total"] = time.perf_counter() - started
     return report
+
+
+# a chain of calls crossing this many modules from a capture region is followed; longer ones stop
+CALL_GRAPH_ROUNDS = 6
+
+
+def _follow_calls_across_modules(
+    report: RunReport, files: Sequence[Discovered], settings_of: _SettingsMemo, results_cache: ResultCache | None
+) -> None:
+    """Re-analyse the files whose functions other modules reach from a capture region
+    (`callgraph.py`), round by round, until no new function is reached."""
+    if not any(f.index for f in report.files):
+        return
+    from offlint.analysis.callgraph import ModuleNames, cross_module_seeds
+
+    names = ModuleNames()
+    modules: dict[str, str] = {}
+    module_of: dict[str, tuple[str, bool]] = {}
+    for found in files:
+        module = names.of(found.real)
+        if module is not None:
+            modules.setdefault(module, found.display)
+            module_of[found.display] = (module, os.path.basename(found.real) == "__init__.py")
+    by_display = {found.display: found for found in files}
+    position = {f.path: i for i, f in enumerate(report.files)}
+    seeded: dict[str, dict[str, Seed]] = {}
+    for _ in range(CALL_GRAPH_ROUNDS):
+        indexes = {
+            f.path: (*module_of[f.path], f.index) for f in report.files if f.index and f.path in module_of
+        }
+        changed = []
+        for key, seeds in cross_module_seeds(indexes, modules).items():
+            known = seeded.setdefault(key, {})
+            fresh = [seed for seed in seeds if seed.qualname not in known]
+            if fresh and key in position:
+                known.update((seed.qualname, seed) for seed in fresh)
+                changed.append(key)
+        if not changed:
+            return
+        for key in changed:
+            found = by_display[key]
+            settings = dataclasses.replace(
+                settings_of(found), seeds=tuple(sorted(seeded[key].values(), key=lambda s: s.qualname))
+            )
+            report.files[position[key]] = below_floor_hidden(_check_one(found, settings, results_cache), settings)
+
+
+def _check_one(found: Discovered, settings: FileSettings, results_cache: ResultCache | None) -> FileReport:
+    """One file's report, from the cache when it holds one for these bytes and settings."""
+    if results_cache is not None:
+        unread = _cached_unread(results_cache, found, settings)
+        if unread is not None:
+            return unread
+    read = read_file_and_stat(found)
+    if isinstance(read, FileError):
+        return FileReport(path=found.display, errors=[read])
+    data, info = read
+    key = None
+    if results_cache is not None:
+        digest = content_digest(data)
+        results_cache.remember(found.real, info, digest)
+        key = result_key(digest, settings.key())
+        hit = results_cache.get(key, found.display)
+        if hit is not None:
+            return hit
+    file_report = check_source(data, found.display, settings)
+    if results_cache is not None and key is not None:
+        results_cache.put(key, file_report)
+    return file_report
 
 
 def below_floor_hidden(file_report: FileReport, settings: FileSettings) -> FileReport:
