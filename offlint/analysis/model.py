@@ -899,6 +899,9 @@ class _BodyWalker:
                         self.graph_depth -= 1
                         capture_region_open = False
                     self.small(small, stmt, ctx)
+                    if isinstance(small, cst.Assert):
+                        # `assert not torch.cuda.is_current_stream_capturing()`: what follows is eager
+                        ctx = self.model.branch_contexts(small.test, self.fn)[0] or ctx
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 ctx = self.compound(stmt, ctx)
                 if isinstance(stmt, cst.If) and stmt.orelse is None and _terminates(stmt.body):

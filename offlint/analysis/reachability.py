@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # the model calls mark_reachable once it is built
     from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 
 HIGH, MEDIUM, LOW = Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW
-_FORWARD_NAMES = ("forward", "__call__")
+# a plain class's `__call__` is no forward path: graph runners and loaders are called too
+_FORWARD_NAMES = ("forward",)
 
 
 @dataclass(frozen=True)

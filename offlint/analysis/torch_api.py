@@ -7,6 +7,8 @@ tc` becomes `torch.cuda.Event`. Aliases PyTorch itself exports (`torch.cuda.stre
 
 from __future__ import annotations
 
+import re
+
 _ALIASES = {
     "torch.cuda.streams.Stream": "torch.cuda.Stream",
     "torch.cuda.streams.Event": "torch.cuda.Event",
@@ -40,11 +42,26 @@ CURRENT_STREAM = frozenset({"torch.cuda.current_stream"})
 EVENT_CONSTRUCTORS = frozenset({"torch.cuda.Event"})
 STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 CAPTURE_TESTS = frozenset({"torch.cuda.is_current_stream_capturing"})
+# Capture tests imported from another module of the project, known by how the engines name them
+# (`is_graph_capturing`, `_is_capturing`, SGLang's `get_is_capture_mode`, `is_device_stream_capturing`):
+# a function's last name, outside torch. A same-module helper is recognised by its body instead
+# (model.py); one imported under another name is not seen.
+CAPTURE_PREDICATE_NAME = r"_*(?:get_)?(?:is|in)_\w*captur(?:e_mode|ing)|_*capturing"
+_CAPTURE_PREDICATE = re.compile(CAPTURE_PREDICATE_NAME)
+
+
+def is_imported_capture_predicate(qualname: str) -> bool:
+    """`pkg.utils.is_graph_capturing`: a project helper that reports the capture state."""
+    if qualname.startswith("torch."):
+        return False
+    return _CAPTURE_PREDICATE.fullmatch(qualname.rsplit(".", 1)[-1]) is not None
+
+
 GRAPH_CONTEXTS = frozenset({"torch.cuda.graph"})
 # segmented ("breakable") capture: SGLang's and vLLM's own context managers, matched by class name
 SEGMENTED_GRAPH_CONTEXTS = frozenset({"BreakableCUDAGraphCapture"})
 # functions these run eagerly between two captured segments (decorators, by last name)
-EAGER_BREAK_DECORATORS = frozenset({"eager_on_graph", "eager_break_during_capture"})
+EAGER_BREAK_DECORATORS = frozenset({"eager_on_graph", "eager_break_during_capture", "eager_boundary"})
 GRAPHED_CALLABLES = frozenset({"torch.cuda.make_graphed_callables"})
 GRAPH_CONSTRUCTORS = frozenset({"torch.cuda.CUDAGraph"})
 DEVICE_SYNCS = frozenset({"torch.cuda.synchronize"})

@@ -11,6 +11,7 @@ from offlint.analysis.facts import (
     capture_aware_joins,
     fork_key,
     joined_after,
+    joined_by_sibling,
     joined_within_enclosing_call,
     stream_role,
 )
@@ -58,7 +59,8 @@ class UnjoinedSideStream(Rule):
         for fn in model.functions:
             seen: set[str] = set()
             for site in fn.calls:
-                if not site.hazardous or site.receiver is None:
+                # an eager break of a segmented capture must join what it forks before it returns
+                if not (site.hazardous or site.function.eager_break) or site.receiver is None:
                     continue
                 key = fork_key(model, site, strict=True)
                 if key is None or key in seen:
@@ -69,11 +71,11 @@ class UnjoinedSideStream(Rule):
                 ):
                     continue
                 seen.add(key)
-                if joined_after(model, fn, key, site.order):
+                if joined_after(model, fn, key, site.order, site):
                     continue
                 if _returns_recorded_event(fn, site.order):
                     continue  # the caller gets the event to join (publish/consume pairs)
-                if joined_within_enclosing_call(model, fn, site.order):
+                if joined_within_enclosing_call(model, fn, site.order) or joined_by_sibling(model, fn, key):
                     continue  # a sibling closure of the same enclosing call joins it
                 if joins is None:
                     joins = capture_aware_joins(model)

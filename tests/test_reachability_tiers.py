@@ -1,0 +1,190 @@
+"""How surely capture reaches a finding (shared/CATALOGUE.md): high from capture regions, capture
+tests and configuration; medium on the forward path of offloader-style code; low elsewhere in a
+stream-holding class; nothing in constructors and capture drivers. Both front ends agree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from offlint.analysis.engine import FileSettings, check_source
+from offlint.catalogue import load_catalogue
+from offlint.diagnostics import Confidence
+
+ALL = frozenset(load_catalogue())
+FRONT_ENDS = pytest.mark.parametrize("front_end", ["skeleton", "libcst"])
+
+
+def found(source: str, front_end: str, floor: Confidence = Confidence.LOW) -> list[tuple[int, str, str]]:
+    settings = FileSettings(select=ALL, front_end=front_end, min_confidence=floor)
+    report = check_source(textwrap.dedent(source).encode(), "case.py", settings)
+    assert not report.errors
+    return [(d.location.line, d.code, d.confidence.value) for d in report.diagnostics if d.confidence.at_least(floor)]
+
+
+@FRONT_ENDS
+def test_the_three_tiers(front_end: str) -> None:
+    source = """\
+        import torch
+        from torch import nn
+
+
+        def step(x):
+            return x.sum().item()
+
+
+        def capture(model, x):
+            g = torch.cuda.CUDAGraph()
+            torch.cuda.synchronize()  # the driver's own set-up: not in the capture
+            with torch.cuda.graph(g):
+                step(x)
+            return g
+
+
+        class Offloader(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stream = torch.cuda.Stream()
+                self.stream.synchronize()  # constructors never run in a capture
+
+            def forward(self, x):
+                return x.cpu()
+
+            def schedule(self, x):
+                return x.tolist()
+        """
+    assert found(source, front_end) == [
+        (6, "OFL105", "high"),  # called inside torch.cuda.graph(...)
+        (24, "OFL105", "medium"),  # the forward path of a stream-holding module
+        (27, "OFL105", "low"),  # any other method of it
+    ]
+
+
+@FRONT_ENDS
+def test_a_plain_class_call_is_no_forward_path(front_end: str) -> None:
+    source = """\
+        import torch
+
+
+        class GraphRunner:
+            def __init__(self):
+                self.stream = torch.cuda.Stream()
+
+            def __call__(self, x):
+                torch.cuda.synchronize()
+                return x
+        """
+    assert found(source, front_end) == [(9, "OFL105", "low")]
+    assert found(source, front_end, Confidence.MEDIUM) == []
+
+
+@FRONT_ENDS
+def test_an_assertion_of_not_capturing_guards_what_follows(front_end: str) -> None:
+    source = """\
+        import torch
+
+
+        def register(self):
+            assert not torch.cuda.is_current_stream_capturing(), "register after the capture"
+            torch.cuda.synchronize()
+
+
+        def during(x):
+            assert torch.cuda.is_current_stream_capturing()
+            return x.item()
+        """
+    assert found(source, front_end) == [(11, "OFL105", "high")]
+
+
+@FRONT_ENDS
+def test_eager_breaks_of_a_segmented_capture(front_end: str) -> None:
+    source = """\
+        import torch
+        from sglang.srt.model_executor.runner_backend_utils import eager_on_graph
+
+
+        class Attention(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.side = torch.cuda.Stream()
+
+            @eager_on_graph(True)
+            def attend(self, q):
+                n = int(q.max().item())  # legal: it runs between two captured segments
+                self.side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.side):
+                    out = q * n
+                return out  # the side stream is never joined before the next segment
+
+            def forward(self, q):
+                return self.attend(q)
+        """
+    assert found(source, front_end, Confidence.MEDIUM) == [(13, "OFL103", "medium")]
+
+
+@FRONT_ENDS
+def test_segmented_capture_regions_and_graphed_callables_are_high(front_end: str) -> None:
+    source = """\
+        import torch
+        from vllm.compilation.breakable import BreakableCUDAGraphCapture
+
+
+        def body(x):
+            return x.tolist()
+
+
+        def layer(x):
+            return x.cpu()
+
+
+        def capture(graph, x):
+            with BreakableCUDAGraphCapture(graph):
+                body(x)
+            return torch.cuda.make_graphed_callables(layer, (x,))
+        """
+    assert found(source, front_end, Confidence.HIGH) == [(6, "OFL105", "high"), (10, "OFL105", "high")]
+
+
+def test_min_confidence_on_the_command_line_and_in_config(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+
+            class Pool:
+                def __init__(self):
+                    self.stream = torch.cuda.Stream()
+
+                def free(self, x):
+                    return x.item()
+            """
+        )
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "offlint", "check", "--no-cache", "--output-format", "concise", *args, "m.py"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    default = run()
+    assert (default.returncode, default.stdout) == (0, "")
+    assert "1 finding below the confidence floor not shown" in default.stderr
+    shown = run("--min-confidence", "low")
+    assert shown.returncode == 1
+    assert shown.stdout.rstrip().endswith("[low]")
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\nmin-confidence = "low"\n')
+    assert run().returncode == 1
+    assert run("--min-confidence", "high").returncode == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\nmin-confidence = "sure"\n')
+    bad = run()
+    assert bad.returncode == 2
+    assert "min-confidence must be one of high, medium, low" in bad.stderr
