@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import libcst as cst
@@ -159,3 +161,36 @@ def test_a_fix_that_would_not_compile_is_dropped_and_the_rest_applied(
     assert any("dropped the broken fix" in e.message for e in result.errors)
     assert b"consumer_stream" in result.fixed  # the real OFL204 fix still ran
     compile(result.fixed, "m.py", "exec")
+
+
+def test_fix_changes_what_check_shows_at_the_same_floor(tmp_path: Path) -> None:
+    """An eager `non_blocking` copy from pageable memory in code no capture reaches is a `low`
+    OFL106: hidden by `check` and left alone by `fix` at the default floor; both act on it at
+    `--min-confidence low`."""
+    source = (
+        "import torch\n\n\n"
+        "def upload(n):\n"
+        "    dev = torch.empty(4, 4, device='cuda')\n"
+        "    host = torch.empty(4, 4)\n"
+        "    dev.copy_(host, non_blocking=True)\n"
+        "    return dev\n"
+    )
+    (tmp_path / "m.py").write_text(source)
+
+    def offlint(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "offlint", *args, "--no-cache" if args[0] == "check" else "--no-color", "m.py"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    assert offlint("check").returncode == 0
+    assert offlint("fix").returncode == 0 and offlint("fix").stdout == ""
+    low_check = offlint("check", "--min-confidence", "low", "--output-format", "concise")
+    assert low_check.returncode == 1 and "OFL106" in low_check.stdout and low_check.stdout.rstrip().endswith("[low]")
+    low_fix = offlint("fix", "--min-confidence", "low")
+    assert low_fix.returncode == 1 and "+    host = torch.empty(4, 4, pin_memory=True)" in low_fix.stdout
+    assert offlint("fix", "--min-confidence", "low", "--apply").returncode == 0
+    assert offlint("check", "--min-confidence", "low").returncode == 0  # fixed: nothing left

@@ -14,6 +14,7 @@ import pytest
 
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
+from offlint.diagnostics import Confidence
 from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +46,7 @@ CASES = _cases()
 
 
 def _fix(data: bytes, strategy: str = "auto", path: str = "in.py") -> bytes:
-    result = fix_source(data, path, FixSettings(select=SELECT, strategy=strategy))
+    result = fix_source(data, path, FixSettings(select=SELECT, strategy=strategy, min_confidence=Confidence.LOW))
     assert not result.errors, result.errors
     return result.fixed
 

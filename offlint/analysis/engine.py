@@ -306,6 +306,7 @@ def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> lis
         started = time.perf_counter()
         for finding in rule.find(model):
             confidence, reason = finding_reach(model, finding.node, rule.explains_reachability)
+            confidence = finding.confidence or confidence
             note = f"capture-reachable: {reason}" if reason and rule.explains_reachability else ""
             findings.append((rule, dataclasses.replace(finding, confidence=confidence, note=note or finding.note)))
         report.timings[f"rule {rule.code}"] = time.perf_counter() - started
@@ -403,7 +404,7 @@ def _diagnostics(
                 fix_safety=spec.fix_safety,
                 source_line=lines[line - 1] if line <= len(lines) else "",
                 note=finding.note or None,
-                confidence=finding.confidence,
+                confidence=finding.confidence or Confidence.HIGH,  # set by _run_rules
             )
         )
     found.sort(key=lambda d: d.sort_key)

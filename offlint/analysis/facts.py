@@ -7,11 +7,23 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, StreamScope
+from offlint.analysis.model import (
+    CallSite,
+    FunctionInfo,
+    ModuleModel,
+    StreamScope,
+    module_level_assigns,
+)
 from offlint.analysis.syntax import same_code, walk
-from offlint.analysis.torch_api import CAPTURE_TESTS, CURRENT_STREAM, DEVICE_SYNCS
+from offlint.analysis.torch_api import (
+    CAPTURE_TESTS,
+    CURRENT_STREAM,
+    DEVICE_SYNCS,
+    EVENT_CONSTRUCTORS,
+)
 
 
 def receiver_kind(model: ModuleModel, site: CallSite) -> Typed:
@@ -99,7 +111,7 @@ def recorded_in_enclosing_call(model: ModuleModel, site: CallSite, name: str) ->
     if _holds_own_local(site.function, name):
         return False
     enclosing = _binding_enclosure(site.function, name)
-    if enclosing is None:
+    if enclosing is None or hands_out_closures(model, enclosing):
         return False
     return any(name in events_recorded_into(f) for f in _functions_within(model, enclosing))
 
@@ -112,7 +124,7 @@ def joined_within_enclosing_call(model: ModuleModel, fn: FunctionInfo, order: in
         if _holds_own_local(fn, name):
             continue
         enclosing = _binding_enclosure(fn, name)
-        if enclosing is None:
+        if enclosing is None or hands_out_closures(model, enclosing):
             continue
         for f in _functions_within(model, enclosing):
             for c in f.calls:
@@ -122,6 +134,63 @@ def joined_within_enclosing_call(model: ModuleModel, fn: FunctionInfo, order: in
                 if waited is not None and local_name(waited) == name:
                     return True
     return False
+
+
+def hands_out_closures(model: ModuleModel, enclosing: FunctionInfo) -> bool:
+    """`enclosing` hands a function defined in it out beyond its own call: registers it as a hook
+    and keeps the registration (no `handle.remove()` in the same call), returns it, or stores it
+    (`self.hook = f`, `module.forward = f`, `hooks.append(f)`). Its closure variables then live
+    from one call of that function to the next - an installer's `ready` event is recorded by one
+    layer's hook and waited on by the next layer's, maybe across a capture boundary - rather than
+    within one call of `enclosing` (hooks added and removed around one forward)."""
+    nested = {f.name for f in model.functions if f.parent is enclosing}
+    if not nested:
+        return False
+
+    def names_nested(expr: cst.BaseExpression | None) -> bool:
+        return expr is not None and any(isinstance(n, cst.Name) and n.value in nested for n in walk(expr))
+
+    # hooks registered for the duration of the call: their handles are removed before it ends,
+    # by the enclosing function or by the hooks themselves (one-shot hooks)
+    removes = any(
+        site.method == "remove" and not site.node.args for f in _functions_within(model, enclosing) for site in f.calls
+    )
+    for site in enclosing.calls:
+        if not any(names_nested(arg.value) for arg in site.node.args):
+            continue
+        method = site.method or ""
+        if method.startswith("register") and "hook" in method:
+            if not removes:
+                return True
+        elif method in ("append", "extend", "add", "insert", "setdefault"):
+            return True
+    if any(ret.node.value is not None and names_nested(ret.node.value) for ret in enclosing.returns):
+        return True
+    return any(
+        names_nested(a.value) and any(not isinstance(t, cst.Name) for t in a.targets) for a in enclosing.assignments
+    )
+
+
+def sibling_within_call(model: ModuleModel, fn: FunctionInfo, key: str, test: Callable[[CallSite], bool]) -> bool:
+    """`fn` is nested in a function that keeps its closures to one call (`hands_out_closures` is
+    False: hooks added for one forward and removed again), and another function defined in that
+    call satisfies `test`: a pre-dispatch hook forks `self.alt_stream`, its post-dispatch sibling
+    joins it, within one call of the enclosing forward (MoE shared-expert overlap)."""
+    enclosing = fn.parent
+    if enclosing is None or key.startswith("local:") or hands_out_closures(model, enclosing):
+        return False
+    return any(
+        other is not fn and _carries_key(fn, other, key) and any(test(site) for site in other.calls)
+        for other in _functions_within(model, enclosing)
+    )
+
+
+def joined_by_sibling(model: ModuleModel, fn: FunctionInfo, key: str) -> bool:
+    return sibling_within_call(model, fn, key, lambda site: is_join_of(model, site, key))
+
+
+def forked_by_sibling(model: ModuleModel, fn: FunctionInfo, key: str) -> bool:
+    return sibling_within_call(model, fn, key, lambda site: fork_key(model, site) == key)
 
 
 def events_recorded_into(fn: FunctionInfo, after: int = -1) -> set[str]:
@@ -286,7 +355,9 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
             return StreamRole.DEFAULT
         if q in _SIDE_CONSTRUCTORS:
             return StreamRole.SIDE
-        return StreamRole.UNKNOWN
+        # `get_side_stream()`: what a same-module function returns (a lazily made module stream)
+        roles = {stream_role(model, value, target, _depth + 1) for value, target in _returned_values(model, expr, fn)}
+        return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
     if isinstance(expr, cst.Name):
         if fn is not None and is_parameter(fn, expr.value):
             return StreamRole.UNKNOWN
@@ -319,16 +390,32 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
     return StreamRole.UNKNOWN
 
 
+def _returned_values(
+    model: ModuleModel, call: cst.Call, fn: FunctionInfo | None
+) -> list[tuple[cst.BaseExpression, FunctionInfo]]:
+    """What the same-module function `call` reaches returns (None aside), with that function."""
+    target = model._called_function(call, fn)
+    if target is None:
+        return []
+    return [
+        (ret.node.value, target) for ret in target.returns if ret.node.value is not None and not _is_none(ret.node.value)
+    ]
+
+
 def global_values(model: ModuleModel, name: str) -> list[cst.BaseExpression]:
-    """The values module-level `name = ...` statements assign."""
+    """The values module-level `name = ...` statements assign (also under module-level `if`/`try`
+    blocks), and functions that declare `global name`."""
     out: list[cst.BaseExpression] = []
-    for stmt in model.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-                ):
-                    out.append(small.value)
+    for small in module_level_assigns(model.module):
+        if any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+            out.append(small.value)
+    for fn in model.functions:
+        if name in fn.global_names:
+            out.extend(
+                a.value
+                for a in fn.assignments
+                if a.value is not None and any(isinstance(t, cst.Name) and t.value == name for t in a.targets)
+            )
     return out
 
 
@@ -342,8 +429,15 @@ def stream_key(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | 
             return "<current>"
         if q == _DEFAULT_STREAM:
             return "<default>"
+        if _depth < 4:
+            keys = {stream_key(model, value, target, _depth + 1) for value, target in _returned_values(model, expr, fn)}
+            key = keys.pop() if len(keys) == 1 else None
+            if key is not None and not key.startswith(("local:", "self.")):
+                return key  # `get_side_stream()` returning a module global
         return None
     if isinstance(expr, cst.Name):
+        if fn is not None and expr.value in fn.global_names:
+            return f"global:{expr.value}"
         if fn is not None and not is_parameter(fn, expr.value) and _depth < 4:
             values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
             keys = {stream_key(model, v, fn, _depth + 1) for v in values}
@@ -477,11 +571,15 @@ def _in_this_call(
     *,
     before: bool,
     also: Callable[[CallSite], bool] | None = None,
+    where: Callable[[CallSite], bool] | None = None,
 ) -> bool:
     """`test` holds for a call site of this call before (or after) `order`: here, in a
-    same-module function called then, or in a same-module caller before (after) it calls us."""
+    same-module function called then, or in a same-module caller before (after) it calls us.
+    `where` narrows the call sites of `fn` itself that count (and the calls into helpers)."""
     for site in fn.calls:
         if (site.order >= order) if before else (site.order <= order):
+            continue
+        if where is not None and not where(site):
             continue
         if test(site) or (also is not None and also(site)):
             return True
@@ -572,14 +670,72 @@ def is_join_of(model: ModuleModel, site: CallSite, key: str) -> bool:
     return False
 
 
-def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int) -> bool:
+def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int, fork: CallSite | None = None) -> bool:
     """Stream `key` is joined later in the same call: here, in a same-module function called
-    later, or by a same-module caller after it calls us."""
+    later, or by a same-module caller after it calls us. Given the `fork` call, the joins in
+    `fn` must hold on every capturing path the fork ran on (`_uncovered_conditions`): the last
+    step of a ring joining under `if i == last:` leaves every other step's fork open."""
 
     def joins(site: CallSite) -> bool:
         return is_join_of(model, site, key)
 
-    return _in_this_call(model, fn, key, order, joins, before=False)
+    if fork is None:
+        return _in_this_call(model, fn, key, order, joins, before=False)
+    extra: list[list[tuple[cst.BaseExpression, bool]]] = []
+    for site in fn.calls:
+        if site.order <= order:
+            continue
+        if joins(site) or _callee_satisfies(model, fn, site, fn, key, joins):
+            missing = _uncovered_conditions(model, site, fork)
+            if missing is not None:
+                extra.append(missing)
+    if any(not missing for missing in extra):
+        return True
+    # two joins on the two branches of one more test (`if x: join` ... `if not x: join`)
+    singles = [missing[0] for missing in extra if len(missing) == 1]
+    if any(
+        a[1] != b[1] and same_code(a[0], b[0]) for i, a in enumerate(singles) for b in singles[i + 1 :]
+    ):
+        return True
+    return _entered_after(model, fn, key, joins, set(), before=False)
+
+
+def condition_atoms(guards: tuple[tuple[cst.BaseExpression, bool], ...]) -> list[tuple[cst.BaseExpression, bool]]:
+    """The conditions `if`/`while` tests impose, one per conjunct: `if a and not b:` gives (a,
+    True) and (b, False) in its body; `if a or b:` gives (a, False) and (b, False) in its else."""
+    out: list[tuple[cst.BaseExpression, bool]] = []
+    stack = list(guards)
+    while stack:
+        test, holds = stack.pop()
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            stack.append((test.expression, not holds))
+        elif isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And if holds else cst.Or):
+            stack.extend(((test.left, holds), (test.right, holds)))
+        else:
+            out.append((test, holds))
+    return out
+
+
+def _uncovered_conditions(
+    model: ModuleModel, site: CallSite, earlier: CallSite
+) -> list[tuple[cst.BaseExpression, bool]] | None:
+    """The conditions `site` (later in the same function) runs under that do not hold on every
+    capturing path `earlier` ran on: [] when `site` runs whenever `earlier` did and a capture
+    is on; None when it never runs while capturing (eager-only: a guard, an early return)."""
+    if not site.context.may_capture:
+        return None
+    held = condition_atoms(earlier.guards)
+    missing = []
+    for test, holds in condition_atoms(site.guards):
+        if any(h == holds and same_code(t, test) for t, h in held):
+            continue
+        decided = model.capture_condition(test, site.function)
+        if decided is not None:
+            if (decided is Context.CAPTURING) == holds:
+                continue  # `if capturing: join` - on every capturing path
+            return None
+        missing.append((test, holds))
+    return missing
 
 
 def capture_aware_joins(model: ModuleModel) -> list[FunctionInfo]:
@@ -645,9 +801,9 @@ def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
     waits on a record of the same capture."""
     fn = site.function
     for other in fn.calls:
-        if other.order >= site.order or other.method != "record" or other.receiver is None:
+        if other.order >= site.order or other.receiver is None:
             continue
-        if len(other.node.args) > 1 or not same_code(other.receiver, event):
+        if not _records_into(fn, other, event):
             continue
         guards = other.guards
         if len(guards) <= len(site.guards) and all(
@@ -655,6 +811,20 @@ def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
         ):
             return True
     return False
+
+
+def _records_into(fn: FunctionInfo, site: CallSite, event: cst.BaseExpression) -> bool:
+    """`site` records the event `event` names: `event.record()`, `stream.record_event(event)`, or
+    `event = stream.record_event()` (the same expression: `self.done`, `self.ready[i]`)."""
+    if site.method == "record" and site.receiver is not None:
+        return len(site.node.args) <= 1 and same_code(site.receiver, event)
+    if site.method != "record_event":
+        return False
+    if site.node.args:
+        return len(site.node.args) == 1 and same_code(site.node.args[0].value, event)
+    return any(
+        a.value is site.node and any(same_code(t, event) for t in a.targets) for a in fn.assignments
+    )
 
 
 def switches_stream(model: ModuleModel, scope: StreamScope) -> bool:
@@ -674,3 +844,239 @@ def innermost_side_scope(model: ModuleModel, scopes: tuple[StreamScope, ...]) ->
     if not scopes or not switches_stream(model, scopes[-1]):
         return None
     return scopes[-1]
+
+
+# ---------------------------------------------------------------- OFL204: where a stream was taken
+
+
+def current_stream_scope(
+    model: ModuleModel,
+    fn: FunctionInfo,
+    expr: cst.BaseExpression,
+    order: int,
+    scopes: tuple[StreamScope, ...],
+    _depth: int = 0,
+) -> StreamScope | None:
+    """The side-stream block (`with torch.cuda.stream(side):`) inside which the stream value
+    `expr` - evaluated in `fn` at `order`, under `scopes` - was taken as the current stream, so
+    that it *is* `side`. Followed through the local it was stored in (`consumer =
+    torch.cuda.current_stream() if record else None`), through a parameter to the arguments
+    same-module callers pass, and - where `fn` itself opens no stream block - to the blocks its
+    same-module callers call it in."""
+    if _depth > 5:
+        return None
+    if isinstance(expr, cst.Call):
+        if model.qualname(expr.func) not in CURRENT_STREAM:
+            return None
+        if scopes:
+            return innermost_side_scope(model, scopes)
+        return entry_side_scope(model, fn)
+    if isinstance(expr, cst.IfExp):
+        return current_stream_scope(model, fn, expr.body, order, scopes, _depth + 1) or current_stream_scope(
+            model, fn, expr.orelse, order, scopes, _depth + 1
+        )
+    if not isinstance(expr, cst.Name):
+        return None
+    name = expr.value
+    binding = None
+    for assign in fn.assignments:
+        if assign.order >= order:
+            break
+        if any(isinstance(t, cst.Name) and t.value == name for t in assign.targets):
+            binding = assign
+    if binding is not None:
+        if binding.value is None:
+            return None
+        return current_stream_scope(model, fn, binding.value, binding.order, binding.stream_scopes, _depth + 1)
+    if not is_parameter(fn, name):
+        return None
+    for site in callers_of(model, fn):
+        arg = argument_for(site, fn, name)
+        if arg is not None:
+            found = current_stream_scope(model, site.function, arg, site.order, site.stream_scopes, _depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def entry_side_scope(model: ModuleModel, fn: FunctionInfo, _seen: set[int] | None = None) -> StreamScope | None:
+    """A side-stream block some same-module caller calls `fn` in (directly, or through its own
+    callers): there `fn`'s `torch.cuda.current_stream()` is the side stream."""
+    seen = _seen if _seen is not None else set()
+    if id(fn) in seen or len(seen) > 16:
+        return None
+    seen.add(id(fn))
+    for site in callers_of(model, fn):
+        if site.stream_scopes:
+            found = innermost_side_scope(model, site.stream_scopes)
+        else:
+            found = entry_side_scope(model, site.function, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def callers_of(model: ModuleModel, fn: FunctionInfo) -> list[CallSite]:
+    """The same-module call sites that call `fn` (`f(...)`, `self.m(...)`)."""
+    return [
+        site
+        for caller in model.functions
+        if caller is not fn
+        for site in caller.calls
+        if model._called_function(site.node, caller) is fn
+    ]
+
+
+def argument_for(site: CallSite, fn: FunctionInfo, name: str) -> cst.BaseExpression | None:
+    """The expression a call passes for `fn`'s parameter `name` (positionally or by keyword;
+    `self` is bound by `self.m(...)`); None when it passes none (a default, `*args`)."""
+    for arg in site.node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    params = fn.node.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if fn.cls is not None and fn.parent is None and isinstance(site.node.func, cst.Attribute) and positional:
+        positional = positional[1:]  # bound method: `self` is the receiver
+    if name not in positional:
+        return None
+    index = positional.index(name)
+    passed = [arg for arg in site.node.args if arg.keyword is None]
+    if any(arg.star for arg in passed[: index + 1]):
+        return None
+    return passed[index].value if index < len(passed) else None
+
+
+# ---------------------------------------------------------------- OFL101/OFL202: external events
+
+
+def is_external_event(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """The event `expr` names is made with `external=True` wherever it is made
+    (`torch.cuda.Event(external=True)`, `torch.Event(..., external=True)`): stored in `self.X`,
+    a local (also of an enclosing function), a module global, or an element of a list built that
+    way (`[Event(external=True) for _ in ...]`, `.append(Event(external=True))`). Its record and
+    wait become graph nodes on the live event, so waiting on it in a capture after an eager
+    record, or across graphs, is legal (GROUND-TRUTH.md section 1). False when any binding is
+    something else (`stream.record_event()`, a parameter, an unknown call)."""
+    sources = _event_bindings(model, expr, fn)
+    return _externality(model, sources, fn, 0) is True
+
+
+def _externality(
+    model: ModuleModel, values: list[cst.BaseExpression], fn: FunctionInfo, depth: int
+) -> bool | None:
+    """True: every event among `values` is external (and there is one); False: some value is
+    not known to be an external event; None: nothing but `None`/empty containers."""
+    verdicts = [_external_value(model, value, fn, depth) for value in values]
+    if any(v is False for v in verdicts):
+        return False
+    return True if any(v is True for v in verdicts) else None
+
+
+def _external_value(model: ModuleModel, value: cst.BaseExpression, fn: FunctionInfo, depth: int) -> bool | None:
+    if isinstance(value, cst.Call):
+        if model.qualname(value.func) not in EVENT_CONSTRUCTORS:
+            return False
+        return any(
+            arg.keyword is not None
+            and arg.keyword.value == "external"
+            and isinstance(arg.value, cst.Name)
+            and arg.value.value == "True"
+            for arg in value.args
+        )
+    if isinstance(value, cst.Name):
+        if value.value == "None":
+            return None
+        if depth >= 3:
+            return False
+        return _externality(model, _event_bindings(model, value, fn), fn, depth + 1)
+    if isinstance(value, cst.List | cst.Tuple | cst.Set):
+        return _externality(model, [e.value for e in value.elements], fn, depth)
+    if isinstance(value, cst.ListComp | cst.SetComp | cst.GeneratorExp):
+        return _external_value(model, value.elt, fn, depth)
+    if isinstance(value, cst.DictComp):
+        return _external_value(model, value.value, fn, depth)
+    if isinstance(value, cst.Dict):
+        return _externality(model, [e.value for e in value.elements if isinstance(e, cst.DictElement)], fn, depth)
+    if isinstance(value, cst.IfExp):
+        return _externality(model, [value.body, value.orelse], fn, depth)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        # `[Event(external=True)] * n`
+        sides = [s for s in (value.left, value.right) if not isinstance(s, cst.Integer | cst.Name | cst.Call)]
+        return _externality(model, sides, fn, depth) if sides else False
+    return False
+
+
+def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> list[cst.BaseExpression]:
+    """Every value stored where `expr` (an event, or a container of events subscripted) lives:
+    assignments to it or to its elements, and what `.append`/`.insert`/`.extend` add to it.
+    Empty when it cannot be told (a parameter, another object's attribute)."""
+    base = expr
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    attr = self_attribute(base)
+    if attr is not None:
+        if fn.cls is None:
+            return []
+        scopes = [f for f in model.functions if f.cls is fn.cls]
+        return _stored_into(scopes, lambda t: self_attribute(t) == attr)
+    if not isinstance(base, cst.Name):
+        return []
+    name = base.value
+
+    def same_name(target: cst.BaseExpression) -> bool:
+        return isinstance(target, cst.Name) and target.value == name
+
+    scope: FunctionInfo | None = fn
+    while scope is not None:
+        if name in scope.global_names:
+            break
+        if is_parameter(scope, name):
+            return []  # handed in: made who knows how
+        found = _stored_into([scope], same_name)
+        if found:
+            return found
+        scope = scope.parent
+    return global_values(model, name)
+
+
+def _stored_into(
+    scopes: list[FunctionInfo], matches: Callable[[cst.BaseExpression], bool]
+) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+    for scope in scopes:
+        for assign in scope.assignments:
+            if assign.value is None:
+                continue
+            for target in assign.targets:
+                inner = target
+                while isinstance(inner, cst.Subscript):
+                    inner = inner.value
+                if matches(inner):
+                    found.append(assign.value)
+                elif isinstance(target, cst.Tuple | cst.List) and any(
+                    matches(_unsubscripted(e.value)) for e in target.elements
+                ):
+                    values = assign.value
+                    if isinstance(values, cst.Tuple | cst.List) and len(values.elements) == len(target.elements):
+                        found.extend(
+                            v.value
+                            for t, v in zip(target.elements, values.elements, strict=True)
+                            if matches(_unsubscripted(t.value))
+                        )
+                    else:
+                        found.append(cst.Ellipsis())  # unpacked from something opaque: not known
+        for site in scope.calls:
+            if (
+                site.method in ("append", "insert", "extend", "add")
+                and site.receiver is not None
+                and site.node.args
+                and matches(_unsubscripted(site.receiver))
+            ):
+                found.append(site.node.args[-1].value)
+    return found
+
+
+def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return expr

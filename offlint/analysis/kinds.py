@@ -138,6 +138,9 @@ def names_cuda_device(expr: cst.BaseExpression | None, resolver: NameResolver) -
         return False
     if isinstance(expr, cst.SimpleString):
         return expr.evaluated_value.startswith("cuda") if isinstance(expr.evaluated_value, str) else False
+    if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}"
+        first = expr.parts[0] if expr.parts else None
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
     if isinstance(expr, cst.Call):
         q = resolver.qualname(expr.func)
         if q == "torch.device" and expr.args:
@@ -148,7 +151,10 @@ def names_cuda_device(expr: cst.BaseExpression | None, resolver: NameResolver) -
     dotted = dotted_name(expr)
     if dotted is not None:
         last = dotted.split(".")[-1]
-        return last == "device" or last.endswith("_device") or last in ("cuda_device", "gpu")
+        return (
+            last in ("device", "dev", "gpu")
+            or last.endswith(("_device", "_dev", "_gpu"))
+        )
     return False
 
 
@@ -166,6 +172,8 @@ class KindOracle:
         self.resolver = resolver
         self.module_has_torch = module_has_torch
         self.globals: dict[str, Typed] = {}
+        # what the module's own functions return, by name (`get_side_stream()` -> a stream)
+        self.returns: dict[str, Typed] = {}
 
     def of_call(self, call: cst.Call, lookup: Lookup) -> Typed:
         q = self.resolver.qualname(call.func)
@@ -207,6 +215,10 @@ class KindOracle:
                 return Typed(Kind.TENSOR)
             if q.startswith(_NOT_TORCH_PREFIXES):
                 return Typed(Kind.NOT_TORCH)
+        elif isinstance(call.func, cst.Name):
+            returned = self.returns.get(call.func.value)
+            if returned is not None and lookup(call.func) is None:  # not shadowed by a local
+                return returned
         if isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
             if method in _NON_TORCH_RESULTS:
@@ -267,6 +279,15 @@ class KindOracle:
         return UNKNOWN
 
     def of_annotation(self, annotation: cst.BaseExpression) -> Typed:
+        optional = _optional_of(annotation, self.resolver)
+        if optional is not None:
+            # `Optional[torch.cuda.Stream]`, `torch.cuda.Stream | None`, `Union[torch.cuda.Stream,
+            # torch.Stream, None]`: a stream (an event) when every member is one. Not a tensor:
+            # `self.buf: torch.Tensor | None = None` says nothing of where the tensor assigned
+            # later lives, and would blur what those assignments say
+            kinds = {self.of_annotation(member) for member in optional}
+            found = kinds.pop() if len(kinds) == 1 else UNKNOWN
+            return found if found.kind in (Kind.STREAM, Kind.EVENT) else UNKNOWN
         q = self.resolver.qualname(annotation)
         if q in STREAM_CONSTRUCTORS:
             return Typed(Kind.STREAM)
@@ -296,6 +317,28 @@ class KindOracle:
         if last.endswith("_cpu") or last.startswith("cpu_"):
             return Typed(Kind.HOST_TENSOR, guessed=True)
         return UNKNOWN
+
+
+def _optional_of(annotation: cst.BaseExpression, resolver: NameResolver) -> list[cst.BaseExpression] | None:
+    """The members other than None of `Optional[X]`, `Union[X, Y, None]` and `X | Y | None`;
+    None for any other annotation."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        members: list[cst.BaseExpression] = []
+        for side in (annotation.left, annotation.right):
+            inner = _optional_of(side, resolver)
+            members.extend(inner if inner is not None else [side])
+        return [m for m in members if not (isinstance(m, cst.Name) and m.value == "None")]
+    if isinstance(annotation, cst.Subscript):
+        q = resolver.qualname(annotation.value) or dotted_name(annotation.value)
+        if q is None or q.rsplit(".", 1)[-1] not in ("Optional", "Union"):
+            return None
+        members = [
+            e.slice.value
+            for e in annotation.slice
+            if isinstance(e.slice, cst.Index) and not (isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None")
+        ]
+        return members or None
+    return None
 
 
 class Lookup:

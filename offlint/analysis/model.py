@@ -476,24 +476,23 @@ class ModuleModel:
             fn.is_capture_predicate = True
 
     def _type_parameters_by_use(self, fn: FunctionInfo, call: cst.Call) -> None:
-        """A parameter used as only a stream or an event can be: the receiver of `wait_stream`,
-        `wait_event` or `record_event`, the argument of `wait_stream` or `torch.cuda.stream` (a
-        stream); the argument of `wait_event` or `record_event` (an event)."""
-        uses: list[tuple[cst.BaseExpression, Kind]] = []
+        """A parameter used as only a stream can be: the receiver of `wait_stream`, `wait_event`
+        or `record_event`, the argument of `wait_stream` or of `torch.cuda.stream`. (An event
+        argument is not typed by its use: a wait on an event handed in is OFL101's question, and
+        the caller usually recorded it in the same forward.)"""
+        uses: list[cst.BaseExpression] = []
         func = call.func
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
-            if method in _STREAM_RECEIVER_METHODS:
-                uses.append((func.value, Kind.STREAM))
-                if first is not None:
-                    uses.append((first, Kind.STREAM if method == "wait_stream" else Kind.EVENT))
+        if isinstance(func, cst.Attribute) and func.attr.value in _STREAM_RECEIVER_METHODS:
+            uses.append(func.value)
+            if first is not None and func.attr.value == "wait_stream":
+                uses.append(first)
         if first is not None and self.qualname(func) in STREAM_CONTEXTS:
-            uses.append((first, Kind.STREAM))
-        for expr, kind in uses:
+            uses.append(first)
+        for expr in uses:
             if isinstance(expr, cst.Name) and expr.value != "self" and _is_parameter_of(fn, expr.value):
                 name = expr.value
-                fn.locals[name] = join(fn.locals.get(name), Typed(kind))
+                fn.locals[name] = join(fn.locals.get(name), Typed(Kind.STREAM))
 
     def _element_kind(self, value: cst.BaseExpression, lookup: Lookup) -> Typed | None:
         if isinstance(value, cst.ListComp):

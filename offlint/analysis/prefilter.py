@@ -53,6 +53,7 @@ CAPTURE_GATED_RULES: dict[str, tuple[str, ...]] = {
     "OFL105": (),
     "OFL106": ("non_blocking",),
     "OFL107": (),
+    "OFL108": (),
     "OFL201": (),
     "OFL202": (),
     "OFL203": (),
@@ -153,8 +154,11 @@ def _any_in(cores: tuple[str, ...], text: str) -> bool:
 
 def mentions_torch_api(text: str) -> bool:
     """A capture API name used where it can resolve to torch: imported by name, or the last
-    link of a dotted chain whose head some import binds."""
+    link of a dotted chain whose head some import binds - or any head, where the text can bind
+    a name to a torch device module (`device_module = torch.get_device_module(dev)`,
+    `self.mod = getattr(torch, kind)`, `mod = torch.cuda`: `imports.NameResolver`)."""
     imported: frozenset[str] | None = None
+    device_module: bool | None = None
     for name in CAPTURE_API_NAMES:
         if name not in text:
             continue
@@ -166,7 +170,17 @@ def mentions_torch_api(text: str) -> bool:
             head = chain_head(text, match.start())
             if head is _UNSURE or (head is not None and head in imported):
                 return True
+            if head is not None:
+                if device_module is None:
+                    device_module = _DEVICE_MODULE_VALUE.search(text) is not None
+                if device_module:
+                    return True
     return False
+
+
+# a torch device module used as a value (a superset of what `NameResolver.device_module_of`
+# accepts): `torch.get_device_module(...)`, `getattr(torch, ...)`, `torch.cuda` not followed by `.`
+_DEVICE_MODULE_VALUE = re.compile(r"get_device_module|getattr\(\s*torch\b|\btorch[ \t]*\.[ \t]*cuda\b(?![ \t]*[.\\])")
 
 
 def imported_names(text: str) -> frozenset[str]:

@@ -24,7 +24,9 @@ class Finding:
     # values for the `{placeholders}` of the rule's message
     details: dict[str, str] = field(default_factory=dict)
     note: str = ""  # filled by the engine (see Rule.explains_reachability)
-    confidence: Confidence = Confidence.HIGH  # filled by the engine: how capture reaches it
+    # how capture reaches it: filled by the engine from where the finding is, unless the rule
+    # knows better from its own evidence (OFL108: the tree captures in global mode)
+    confidence: Confidence | None = None
 
 
 class Rule:

@@ -23,7 +23,14 @@ from offlint.analysis.engine import (
 )
 from offlint.analysis.guard import nesting_problem
 from offlint.analysis.model import ModelOptions, ModuleModel
-from offlint.diagnostics import Diagnostic, ErrorKind, FileError, FixSafety
+from offlint.diagnostics import (
+    DEFAULT_MIN_CONFIDENCE,
+    Confidence,
+    Diagnostic,
+    ErrorKind,
+    FileError,
+    FixSafety,
+)
 from offlint.fixing.edits import Edit, StatementPlan
 from offlint.fixing.mechanical import plan_pin_memory_fix, plan_record_stream_fix
 from offlint.fixing.offloader_rewrite import AUTO, REWRITE_RULES, plan_offloader_fix
@@ -36,6 +43,7 @@ class FixSettings:
     select: frozenset[str]  # rule codes whose fixes may run (and that `check` verifies)
     strategy: str = AUTO
     capture_reachable: tuple[str, ...] = ()
+    min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE  # fixes act on what `check` shows
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,12 @@ FIXERS = (
     Fixer(
         "OFL204", ("OFL204",), FixSafety.SAFE, lambda model, _: (plan_record_stream_fix(model), [])
     ),
-    Fixer("OFL106", ("OFL106",), FixSafety.UNSAFE, lambda model, _: (plan_pin_memory_fix(model), [])),
+    Fixer(
+        "OFL106",
+        ("OFL106",),
+        FixSafety.UNSAFE,
+        lambda model, settings: (plan_pin_memory_fix(model, settings.min_confidence), []),
+    ),
 )
 FIXABLE_RULES = tuple(sorted({rule for fixer in FIXERS for rule in fixer.rules}))
 
@@ -183,8 +196,10 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     report = check_source(
         current,
         path,
-        FileSettings(select=settings.select, capture_reachable=settings.capture_reachable),
+        FileSettings(
+            select=settings.select, capture_reachable=settings.capture_reachable, min_confidence=settings.min_confidence
+        ),
         confirm_fixes=False,
     )
-    result.remaining = [d for d in report.diagnostics if d.fixable]
+    result.remaining = [d for d in report.diagnostics if d.fixable and d.confidence.at_least(settings.min_confidence)]
     return result

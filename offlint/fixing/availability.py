@@ -25,7 +25,9 @@ def _plans(
     from offlint.fixing.apply import FIXERS, FixSettings
 
     wanted = frozenset(d.code for d in diagnostics if d.fixable)
-    fix_settings = FixSettings(select=wanted, capture_reachable=settings.capture_reachable)
+    fix_settings = FixSettings(
+        select=wanted, capture_reachable=settings.capture_reachable, min_confidence=settings.min_confidence
+    )
     for fixer in FIXERS:
         if not fixer.selected(wanted):
             continue

@@ -46,6 +46,11 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--select", multiple=True, help="Only fix these rule codes or prefixes.")
 @click.option("--ignore", multiple=True, help="Do not fix these rule codes or prefixes.")
 @click.option(
+    "--min-confidence",
+    type=click.Choice(["high", "medium", "low"]),
+    help="Fix the findings `check` shows at this floor (default: medium; config min-confidence).",
+)
+@click.option(
     "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option(
@@ -66,6 +71,7 @@ def fix_command(
     strategy: str | None,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
+    min_confidence: str | None,
     output_format: str,
     config_file: Path | None,
     color: bool | None,
@@ -82,6 +88,7 @@ def fix_command(
             output_format=output_format,
             config_file=config_file,
             color=sys.stdout.isatty() if color is None else color,
+            min_confidence=min_confidence,
         )
     )
 
@@ -97,10 +104,12 @@ def run_fix(
     output_format: str,
     config_file: Path | None,
     color: bool,
+    min_confidence: str | None = None,
 ) -> int:
     from offlint.analysis.run import read_file
     from offlint.catalogue import CatalogueError, load_catalogue
     from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, resolve_selection
+    from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
     from offlint.discovery import discover
     from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings, fix_source
     from offlint.fixing.diffs import unified_diff
@@ -131,6 +140,7 @@ def run_fix(
                 select=resolve_selection(config, overrides, codes, defaults, found.path),
                 strategy=chosen,
                 capture_reachable=tuple(config.capture_reachable),
+                min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
             )
             data = read_file(found)
             if isinstance(data, FileError):

@@ -17,8 +17,10 @@ import libcst as cst
 from offlint.analysis.facts import innermost_side_scope
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.reachability import finding_reach
 from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CURRENT_STREAM
+from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
 from offlint.fixing.edits import StatementPlan, statements
 from offlint.fixing.shape import contains, top_level_statements
 
@@ -108,10 +110,21 @@ def _fresh_name(fn: FunctionInfo, wanted: str) -> str:
 # ----------------------------------------------------------------------------- OFL106
 
 
-def plan_pin_memory_fix(model: ModuleModel) -> StatementPlan:
+def plan_pin_memory_fix(model: ModuleModel, floor: Confidence = DEFAULT_MIN_CONFIDENCE) -> StatementPlan:
+    """Pin the visible host allocation of each copy OFL106 reports at `floor` or above (what
+    `check` shows is what `fix` changes)."""
+    from offlint.analysis.rules.ofl106_pageable_host_copy import PageableHostCopy
+
+    reported = {
+        id(finding.node)
+        for finding in PageableHostCopy().find(model)
+        if finding_reach(model, finding.node, True)[0].at_least(floor)
+    }
     plan = StatementPlan()
     done: set[int] = set()
     for site in model.all_calls():
+        if id(site.node) not in reported:
+            continue  # the fix acts on the findings `check` reports, no others
         source = _host_side_of_copy(model, site)
         if source is None:
             continue

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from offlint.analysis.facts import (
     guarded_by_capture_bookkeeping,
     is_event,
+    is_external_event,
     local_name,
     recorded_earlier_in_call,
     recorded_in_enclosing_call,
@@ -36,6 +37,8 @@ class WaitOnUncapturedEvent(Rule):
                 continue
             if guarded_by_capture_bookkeeping(model, site):
                 continue  # capture bookkeeping, not the capture test itself (that sets the context)
+            if is_external_event(model, event, site.function):
+                continue  # `Event(external=True)`: the wait is a graph node on the live event
             name = local_name(event)
             if name is not None and storage_of(event) is None and recorded_locally_before(site, name):
                 continue  # recorded earlier in the same call, hence in the same capture

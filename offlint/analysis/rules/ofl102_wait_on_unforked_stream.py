@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from offlint.analysis.facts import (
     StreamRole,
     forked_before,
+    forked_by_sibling,
     guarded_by_capture_bookkeeping,
     stream_key,
     stream_role,
@@ -39,6 +40,8 @@ class WaitOnUnforkedStream(Rule):
             key = stream_key(model, side, fn)
             if key is None or forked_before(model, fn, key, site.order):
                 continue
+            if forked_by_sibling(model, fn, key):
+                continue  # a sibling hook of the same enclosing call forked it
             if guarded_by_capture_bookkeeping(model, site):
                 continue
             yield Finding(

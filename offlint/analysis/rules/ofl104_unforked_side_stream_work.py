@@ -18,20 +18,12 @@ class UnforkedSideStreamWork(Rule):
     def find(self, model: ModuleModel) -> Iterator[Finding]:
         for fn in model.functions:
             for scope in fn.stream_withs:
-                items = {id(item.item) for item in scope.node.items}
-                opener = next(
-                    (
-                        s
-                        for s in fn.calls
-                        if id(s.node) in items
-                        and s.callee in STREAM_CONTEXTS
-                        and s.node.args
-                        and s.node.args[0].value is scope.stream
-                    ),
-                    None,
-                )
-                if opener is None or not opener.hazardous:
+                # the `torch.cuda.stream(s)` call: in the `with` itself, or bound to the context
+                # variable it enters (`ctx = torch.cuda.stream(s)` ... `with ctx:`)
+                opener = next((s for s in fn.calls if s.node is scope.call and s.callee in STREAM_CONTEXTS), None)
+                if opener is None or not opener.hazardous or not scope.context.may_capture:
                     continue
+                inline = any(item.item is scope.call for item in scope.node.items)
                 if stream_role(model, scope.stream, fn) not in (
                     StreamRole.SIDE,
                     StreamRole.DEFAULT,
@@ -41,7 +33,7 @@ class UnforkedSideStreamWork(Rule):
                 if not inside:
                     continue  # no work under it
                 key = stream_key(model, scope.stream, fn)
-                if key is None or forked_before(model, fn, key, opener.order):
+                if key is None or forked_before(model, fn, key, opener.order if inline else scope.order):
                     continue
                 if any(fork_key(model, s) == key for s in inside):
                     continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work

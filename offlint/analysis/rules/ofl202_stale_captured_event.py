@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from offlint.analysis.facts import capture_bookkeeping_tests, is_event, is_parameter, storage_of
+from offlint.analysis.facts import (
+    capture_bookkeeping_tests,
+    is_event,
+    is_external_event,
+    is_parameter,
+    storage_of,
+)
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, Context, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
@@ -40,6 +46,8 @@ class StaleCapturedEvent(Rule):
                 continue
             if capture_bookkeeping_tests(model, site.function):
                 continue  # the wait checks where the event was recorded
+            if is_external_event(model, event, site.function):
+                continue  # `Event(external=True)`: waiting on it after a captured record is legal
             recorder = records[key]
             yield Finding(
                 site.node,

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
-from offlint.analysis.facts import innermost_side_scope
-from offlint.analysis.model import Assignment, CallSite, FunctionInfo, ModuleModel, StreamScope
+from offlint.analysis.facts import current_stream_scope
+from offlint.analysis.model import ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
-from offlint.analysis.torch_api import CURRENT_STREAM
 
 
 class RecordStreamOnAllocatingStream(Rule):
@@ -21,8 +18,10 @@ class RecordStreamOnAllocatingStream(Rule):
         for site in model.all_calls():
             if site.method != "record_stream" or site.receiver is None or len(site.node.args) != 1:
                 continue
+            # the recorded stream was taken as the current stream inside a side-stream block
+            # (here, or in the caller that handed it down or calls this code in one)
             arg = site.node.args[0].value
-            scope = self._current_stream_taken_inside(model, site, arg)
+            scope = current_stream_scope(model, site.function, arg, site.order, site.stream_scopes)
             if scope is None:
                 continue
             yield Finding(
@@ -32,29 +31,3 @@ class RecordStreamOnAllocatingStream(Rule):
                     "stream": code_of(scope.stream, model),
                 },
             )
-
-    def _current_stream_taken_inside(
-        self, model: ModuleModel, site: CallSite, arg: cst.BaseExpression
-    ) -> StreamScope | None:
-        """The side-stream scope in which `arg` - the current stream - was evaluated."""
-        if isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM:
-            return innermost_side_scope(model, site.stream_scopes)
-        if isinstance(arg, cst.Name):
-            binding = _last_binding(site.function, arg.value, site.order)
-            if (
-                binding is not None
-                and isinstance(binding.value, cst.Call)
-                and model.qualname(binding.value.func) in CURRENT_STREAM
-            ):
-                return innermost_side_scope(model, binding.stream_scopes)
-        return None
-
-
-def _last_binding(fn: FunctionInfo, name: str, before: int) -> Assignment | None:
-    found: Assignment | None = None
-    for assign in fn.assignments:
-        if assign.order >= before:
-            break
-        if any(isinstance(t, cst.Name) and t.value == name for t in assign.targets):
-            found = assign
-    return found
