@@ -50,7 +50,7 @@ EVENT = textwrap.dedent(
     from torch.cuda import Event, current_stream
 
 
-    class Prefetcher:
+    class Prefetcher(torch.nn.Module):
         def __init__(self):
             self.copy_stream = torch.cuda.Stream()
             self.ready = Event()

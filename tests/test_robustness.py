@@ -24,7 +24,7 @@ OFFLOADER = (
     "import torch\n"
     "\n"
     "\n"
-    "class Offloader:\n"
+    "class Offloader(torch.nn.Module):\n"
     "    def __init__(self):\n"
     "        self.alt_stream = torch.cuda.Stream()\n"
     "\n"

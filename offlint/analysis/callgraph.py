@@ -4,8 +4,9 @@ Each analysed file leaves a small index on its report (`module_index`): for ever
 surely capture reaches it and the imported functions it calls where capture is possible. The run
 joins the indexes (`cross_module_seeds`): a function another module calls from a capture region,
 or from code a capture region reaches, is `high` in its own module too, with the caller named in
-its note. Only `high` crosses modules: a forward path's callees elsewhere (`medium`) would be
-every helper a model calls, which the engines' graph runners do not all capture (prefill paths).
+its note. `medium` crosses modules only from offloading hooks (installed hooks and forwards, model
+hook protocols): a model forward's callees elsewhere would be every helper a model calls, which
+the engines' graph runners do not all capture (prefill paths).
 
 Files are named by their dotted module (`pkg/sub/mod.py` is `pkg.sub.mod` while each folder
 holds an `__init__.py`); calls resolve through `import` and `from … import` (relative ones too).
@@ -20,12 +21,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.reachability import Seed
+from offlint.analysis.reachability import HOOK_REASON, Seed
 from offlint.analysis.syntax import walk
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:
-    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.model import FunctionInfo, ModuleModel
 
 # (qualname, confidence or "", reason, ((imported callee, called inside a capture region), …))
 _CALLED_FROM = "called from "
@@ -47,9 +48,32 @@ def module_index(model: ModuleModel) -> ModuleIndex:
             if target is not None:
                 edges.append((target, call.in_graph_region))
         confidence = fn.confidence.value if fn.confidence is not None else ""
-        if edges and (confidence == Confidence.HIGH.value or any(inside for _, inside in edges)):
-            entries.append((fn.qualname, confidence, fn.reachable_reason, tuple(dict.fromkeys(edges))))
+        if edges and (
+            confidence == Confidence.HIGH.value or any(inside for _, inside in edges) or _on_a_hook_path(fn)
+        ):
+            entries.append((fn.qualname, confidence, _root_reason(fn), tuple(dict.fromkeys(edges))))
     return tuple(entries)
+
+
+def _root_reason(fn: FunctionInfo) -> str:
+    """Why reachability starts where `fn`'s chain of callers starts."""
+    root, seen = fn, {id(fn)}
+    while root.reachable_via is not None and id(root.reachable_via) not in seen:
+        root = root.reachable_via
+        seen.add(id(root))
+    if root is fn:
+        return fn.reachable_reason
+    return f"called from {root.qualname} ({root.reachable_reason})"
+
+
+def _on_a_hook_path(fn: FunctionInfo) -> bool:
+    """Medium reach crosses modules only from offloading hooks (installed hooks and forwards,
+    hook protocols): their helpers elsewhere are the offloading machinery the hook runs in every
+    forward, where a model's forward calls helpers shared with paths no graph runner captures."""
+    if fn.confidence is not Confidence.MEDIUM:
+        return False
+    reason = _root_reason(fn)
+    return HOOK_REASON in reason or "installed as a" in reason
 
 
 def _import_bindings(
@@ -137,7 +161,7 @@ def cross_module_seeds(
     for key, (module, is_package, index) in indexes.items():
         for qualname, confidence, reason, edges in index:
             for target, inside in edges:
-                if not inside and confidence != Confidence.HIGH.value:
+                if not inside and confidence not in (Confidence.HIGH.value, Confidence.MEDIUM.value):
                     continue
                 found = _resolve(_absolute(target, module, is_package), modules)
                 if found is None:
@@ -152,7 +176,7 @@ def cross_module_seeds(
                     why = f"called from {caller} ← {reason.removeprefix(_CALLED_FROM)}"
                 else:
                     why = f"called from {caller} ({reason})"
-                seed = Seed(local, Confidence.HIGH, why)
+                seed = Seed(local, Confidence.HIGH if inside else Confidence(confidence), why)
                 seeds.setdefault(file_key, {}).setdefault(local, seed)
     return {key: tuple(sorted(found.values(), key=lambda s: s.qualname)) for key, found in seeds.items()}
 

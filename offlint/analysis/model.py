@@ -28,6 +28,7 @@ from offlint.analysis.reachability import Seed, mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (
+    CAPTURE_IMPLIES,
     CAPTURE_TESTS,
     GRAPH_CONTEXTS,
     SEGMENTED_GRAPH_CONTEXTS,
@@ -51,6 +52,8 @@ class StreamScope:
     order: int  # order index of the `with` statement in its function
     call: cst.Call | None = None  # the `torch.cuda.stream(expr)` call, where it is written
     context: Context = Context.UNKNOWN  # the capture context of the `with` statement
+    # the tests of the `if`/`while`s around the `with` statement, with the branch taken
+    guards: tuple[tuple[cst.BaseExpression, bool], ...] = ()
 
 
 @dataclass(eq=False)
@@ -322,8 +325,8 @@ class ModuleModel:
             if isinstance(test.operator, cst.And):  # body: both hold; else: either fails
                 body = left[0] or right[0]
                 if body is Context.CAPTURING and (
-                    (left[0] is Context.CAPTURING and _tests_cuda_tensor(test.right))
-                    or (right[0] is Context.CAPTURING and _tests_cuda_tensor(test.left))
+                    (left[0] is Context.CAPTURING and self._implied_by_capture(test.right))
+                    or (right[0] is Context.CAPTURING and self._implied_by_capture(test.left))
                 ):
                     # `if t.device.type == "cuda" and capturing: skip` - what the else branch runs
                     # while capturing is for a tensor off the GPU: no CUDA work to capture
@@ -361,6 +364,13 @@ class ModuleModel:
         if fn is None or not isinstance(name, cst.Name) or not _set_only_eagerly(fn, name.value):
             return None
         return (Context.EAGER, None) if positive else (None, Context.EAGER)
+
+    def _implied_by_capture(self, expr: cst.BaseExpression) -> bool:
+        """A test that holds whenever a capture is under way, or whose failure leaves no CUDA
+        work to capture: `torch.cuda.is_available()`, `t.device.type == "cuda"`."""
+        if isinstance(expr, cst.Call) and self.qualname(expr.func) in CAPTURE_IMPLIES:
+            return True
+        return _tests_cuda_tensor(expr)
 
     def _called_function(self, call: cst.Call, fn: FunctionInfo | None) -> FunctionInfo | None:
         """The same-module function a call reaches: `f()` or `self.m()`."""
@@ -1013,6 +1023,7 @@ class _BodyWalker:
                     order=self.next_order(),
                     call=opener,
                     context=Context.CAPTURING if self.graph_depth else ctx,
+                    guards=tuple(self.guards),
                 )
                 self.scopes.append(scope)
                 self.fn.stream_withs.append(scope)
@@ -1024,12 +1035,13 @@ class _BodyWalker:
         if graph:
             self.graph_depth += 1
         body_ctx = Context.CAPTURING if graph else ctx
-        self.block(stmt.body, body_ctx)
+        after = self.block(stmt.body, body_ctx)
         if graph:
             self.graph_depth -= 1
         for _ in range(pushed):
             self.scopes.pop()
-        return ctx
+        # a `with` body runs once: `if capturing: raise` inside it guards what follows the block
+        return ctx if graph else after
 
     def _stream_context_call(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
         """The `torch.cuda.stream(s)` call a `with` item enters: written there, one branch of a
@@ -1083,6 +1095,16 @@ class _BodyWalker:
             current_type = type(current)
             if current_type in _SCOPE_TYPES:
                 continue
+            if current_type is cst.BooleanOperation and isinstance(
+                cast(cst.BooleanOperation, current).operator, cst.And
+            ):
+                # `a and b`: b runs only when a held (`not capturing and x.item()`)
+                current = cast(cst.BooleanOperation, current)
+                decided = self.model.branch_contexts(current.left, self.fn)[0]
+                if decided is not None:
+                    stack.append((current.right, decided))
+                    stack.append((current.left, current_ctx))
+                    continue
             if current_type is cst.IfExp:
                 current = cast(cst.IfExp, current)
                 decided_body, decided_else = self.model.branch_contexts(current.test, self.fn)

@@ -14,7 +14,11 @@ first. Both are *necessary conditions*: a file they reject cannot produce a find
    - a torch stream/event/graph API (`torch.cuda.Stream`, `torch.cuda.stream`,
      `is_current_stream_capturing`, `torch.cuda.graph`, ...), found by its last name, either
      imported by that name or reached through a dotted chain whose head an import binds
-     (`self.stream` and `req.stream` are not torch APIs; `torch.cuda.stream` and `tc.stream` are);
+     (`self.stream` and `req.stream` are not torch APIs; `torch.cuda.stream` and `tc.stream` are),
+     or - where the text can bind a torch device module (`torch.get_device_module(...)`,
+     `getattr(torch, ...)`, `torch.cuda` as a value) - through any chain (`self.device_module.Stream`);
+   - a call of a capture test another module defines (`get_is_capture_mode()`,
+     `is_graph_capturing()`: `torch_api.CAPTURE_PREDICATE_NAME`);
    - a method name (`wait_stream`, `record_stream`, `capture_begin`, hook registrars, ...);
    - an assignment to `x.forward`;
    - a function named by `capture-reachable` configuration (all its literal fragments).
@@ -39,6 +43,7 @@ from offlint.analysis.torch_api import (
     CAPTURE_API_NAMES,
     CAPTURE_ASSIGNED_ATTRS,
     CAPTURE_METHOD_NAMES,
+    CAPTURE_PREDICATE_NAME,
 )
 
 # Rules that can only fire in capture-reachable code or a graph-capture region, with names that
@@ -145,6 +150,8 @@ class Plan:
         for fragments in self._fragments:
             if fragments is None or all(f in text for f in fragments):
                 return True
+        if "captur" in text and _CAPTURE_PREDICATE_CALL.search(text):
+            return True  # a capture test imported from another module (`get_is_capture_mode()`)
         return "torch" in text and mentions_torch_api(text)
 
 
@@ -178,6 +185,8 @@ def mentions_torch_api(text: str) -> bool:
     return False
 
 
+# a call of a capture test another module of the project defines (`torch_api.CAPTURE_PREDICATE_NAME`)
+_CAPTURE_PREDICATE_CALL = re.compile(r"\b(?:" + CAPTURE_PREDICATE_NAME + r")\s*\(")
 # a torch device module used as a value (a superset of what `NameResolver.device_module_of`
 # accepts): `torch.get_device_module(...)`, `getattr(torch, ...)`, `torch.cuda` not followed by `.`
 _DEVICE_MODULE_VALUE = re.compile(r"get_device_module|getattr\(\s*torch\b|\btorch[ \t]*\.[ \t]*cuda\b(?![ \t]*[.\\])")

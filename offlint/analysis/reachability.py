@@ -36,7 +36,7 @@ from offlint.analysis.torch_api import EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:  # the model calls mark_reachable once it is built
-    from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+    from offlint.analysis.model import CallSite, ClassInfo, FunctionInfo, ModuleModel
 
 HIGH, MEDIUM, LOW = Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW
 # a plain class's `__call__` is no forward path: graph runners and loaders are called too
@@ -63,6 +63,7 @@ class _Marker:
     def __init__(self, model: ModuleModel) -> None:
         self.model = model
         self.queue: list[FunctionInfo] = []
+        self.methods_by_name: dict[str, list[FunctionInfo]] | None = None
 
     def mark(
         self,
@@ -104,7 +105,7 @@ class _Marker:
                 fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
             ):
                 self.mark(fn, HIGH, "named by configuration (capture-reachable)")
-            if fn.tests_capture:
+            if fn.tests_capture and _does_capture_work(fn):
                 self.mark(fn, HIGH, "tests is_current_stream_capturing()")
             if _is_eager_break(model, fn):
                 fn.eager_break = True
@@ -120,8 +121,9 @@ class _Marker:
                         self.mark(graphed, HIGH, "graphed by make_graphed_callables", entry=Context.CAPTURING)
             if offloader_module:
                 self._installed_hook(call, MEDIUM)
+        by_name = {cls.name: cls for cls in model.classes}
         for holder in model.classes:
-            if holder.offloader_style:
+            if holder.offloader_style and _module_like(holder, by_name):
                 style = f"offloader-style class {holder.name}: {holder.offloader_evidence}"
                 for name in _FORWARD_NAMES:
                     forward = holder.methods.get(name)
@@ -131,6 +133,12 @@ class _Marker:
             for fn in model.functions:
                 for assign in fn.assignments:
                     self._installed_forward(assign.targets, assign.value, fn, MEDIUM)
+        for holder in model.classes:
+            if _is_hook_class(holder, by_name):
+                for name in _HOOK_METHODS:
+                    method = holder.methods.get(name)
+                    if method is not None:
+                        self.mark(method, MEDIUM, f"{HOOK_REASON} {holder.name}.{name} runs inside the hooked module's forward")
         for fn in model.functions:
             cls = fn.cls
             if cls is not None and cls.offloader_style and fn.parent is None and not _is_lifecycle_dunder(fn.name):
@@ -166,11 +174,25 @@ class _Marker:
     def _called(self, call: CallSite) -> list[FunctionInfo]:
         """Same-module functions a call runs: `f()`, `self.m()`, and a same-module nn.Module's
         `forward` for `Block(...)(x)` or `block(x)` where `block = Block(...)` in that function."""
-        target = self.model._called_function(call.node, call.function)
+        target = self.model._called_function(call.node, call.function) or self._only_method(call)
         if target is not None:
             return [] if _is_lifecycle_dunder(target.name) else [target]
         forward = _forward_of_instance(self.model, call)
         return [forward] if forward is not None else []
+
+    def _only_method(self, call: CallSite) -> FunctionInfo | None:
+        """`self.group.onload_()`: the one method of this module's classes with that name, when
+        exactly one class defines it and the name is not one every object has."""
+        name = call.method
+        if name is None or name in _COMMON_METHOD_NAMES or name.startswith("__"):
+            return None
+        if self.methods_by_name is None:
+            self.methods_by_name = {}
+            for cls in self.model.classes:
+                for method_name, method in cls.methods.items():
+                    self.methods_by_name.setdefault(method_name, []).append(method)
+        found = self.methods_by_name.get(name, [])
+        return found[0] if len(found) == 1 else None
 
     def _installed_hook(self, call: CallSite, confidence: Confidence) -> None:
         """`m.register_forward_pre_hook(fn)`: fn runs inside every forward of m."""
@@ -196,6 +218,66 @@ class _Marker:
 def _is_lifecycle_dunder(name: str) -> bool:
     # construction and teardown do not run under capture; __call__ does
     return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
+def _does_capture_work(fn: FunctionInfo) -> bool:
+    """The catalogue's "branches on the capture state to do capture work": something runs only
+    while capturing. A test that only returns, raises or skips when capturing is a guard."""
+    if any(a.context is Context.CAPTURING for a in fn.assignments):
+        return True
+    return any(
+        call.context is Context.CAPTURING and not call.in_graph_region and not _raises(call.statement)
+        for call in fn.calls
+    )
+
+
+def _raises(statement: cst.CSTNode) -> bool:
+    if isinstance(statement, cst.SimpleStatementLine):
+        return any(isinstance(small, cst.Raise) for small in statement.body)
+    return isinstance(statement, cst.Raise)
+
+
+# model-hook protocols (diffusers' and accelerate's ModelHook, vllm-omni's, fastvideo's ForwardHook):
+# the installed forward calls these around the module's own forward
+_HOOK_METHODS = ("pre_forward", "post_forward", "new_forward")
+HOOK_REASON = "a forward hook:"
+# names too common to resolve a call `x.name()` by name alone
+_COMMON_METHOD_NAMES = frozenset(
+    {"forward", "run", "step", "update", "get", "set", "apply", "reset", "close", "start", "stop", "wait",
+     "record", "synchronize", "query", "copy_", "to", "cuda", "cpu", "item", "tolist", "append", "pop"}
+)
+
+
+def _is_hook_class(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
+    if cls.name.endswith("Hook") or any(b.rsplit(".", 1)[-1].endswith("Hook") for b in cls.bases):
+        return True
+    return any(
+        (local := by_name.get(b)) is not None and local is not cls and depth < 8 and _is_hook_class(local, by_name, depth + 1)
+        for b in cls.bases
+    )
+
+
+# classes whose `forward` drives models rather than being one (graph runners, schedulers, workers)
+_DRIVER_SUFFIXES = ("Runner", "Scheduler", "Worker", "Engine", "Manager", "Executor", "Node")
+_NOT_MODULE_BASES = frozenset({"object", "ABC", "Protocol", "Generic", "Enum", "NamedTuple"})
+
+
+def _module_like(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
+    """An nn.Module, or a class deriving from one through bases this module cannot see (model
+    code subclasses its framework's layers); never a driver class."""
+    if cls.name.endswith(_DRIVER_SUFFIXES):
+        return False
+    if cls.is_nn_module:
+        return True
+    for base in cls.bases:
+        last = base.rsplit(".", 1)[-1]
+        local = by_name.get(base)
+        if local is not None and local is not cls and depth < 8:
+            if _module_like(local, by_name, depth + 1):
+                return True
+        elif last not in _NOT_MODULE_BASES and not last.endswith("Mixin") and "[" not in base:
+            return True
+    return False
 
 
 def _is_eager_break(model: ModuleModel, fn: FunctionInfo) -> bool:
@@ -253,10 +335,14 @@ def function_of(model: ModuleModel, node: cst.CSTNode) -> FunctionInfo | None:
 
 def finding_reach(model: ModuleModel, node: cst.CSTNode, needs_capture: bool) -> tuple[Confidence, str | None]:
     """How capture reaches the code at `node`: its tier and, when it is reachable, why (followed
-    back along calls to where reachability starts). In code no capture reaches, a finding of a
-    rule about capture (`needs_capture`: OFL106's eager `non_blocking` copies) is `low`; other
-    rules' findings there are hazards however the code runs: `high`."""
+    back along calls to where reachability starts). Findings of rules that do not need capture to
+    be hazards (`needs_capture` False: a no-op `record_stream`, an eager race, state a capture
+    leaves behind) are `high` wherever they are. In code no capture reaches, a finding of a rule
+    about capture (OFL106's eager `non_blocking` copies) is `low`."""
     fn = function_of(model, node)
+    if not needs_capture:
+        reach = fn.reachable_reason if fn is not None and fn.reachable else None
+        return HIGH, reach
     if fn is None or not fn.reachable or fn.confidence is None:
         in_region = fn is not None and any(site.node is node and site.in_graph_region for site in fn.calls)
         return (LOW if needs_capture and not in_region else HIGH), None

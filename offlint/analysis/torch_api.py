@@ -42,6 +42,8 @@ CURRENT_STREAM = frozenset({"torch.cuda.current_stream"})
 EVENT_CONSTRUCTORS = frozenset({"torch.cuda.Event"})
 STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 CAPTURE_TESTS = frozenset({"torch.cuda.is_current_stream_capturing"})
+# true whenever a capture is under way: `is_available() and capturing` is as good as `capturing`
+CAPTURE_IMPLIES = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
 # Capture tests imported from another module of the project, known by how the engines name them
 # (`is_graph_capturing`, `_is_capturing`, SGLang's `get_is_capture_mode`, `is_device_stream_capturing`):
 # a function's last name, outside torch. A same-module helper is recognised by its body instead

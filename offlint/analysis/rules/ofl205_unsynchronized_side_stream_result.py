@@ -135,6 +135,8 @@ class UnsynchronizedSideStreamResult(Rule):
                 continue
             if site.stream_scopes:
                 continue  # runs on another explicitly chosen stream: not the current one
+            if _exclusive(site.guards, produced.scope.guards):
+                continue  # `if s: with stream(s): copy` ... `else: copy`: never both
             if _is_wait(model, site, set()):
                 events.append((site.order, 0, "sync", None))
                 continue
@@ -168,6 +170,14 @@ class UnsynchronizedSideStreamResult(Rule):
                 return node
             return None  # synchronised first, or rebound to another tensor
         return None
+
+
+def _exclusive(
+    guards: tuple[tuple[cst.BaseExpression, bool], ...], others: tuple[tuple[cst.BaseExpression, bool], ...]
+) -> bool:
+    """Two places on opposite branches of one `if` (the same test, taken both ways): they never
+    run in the same call."""
+    return any(test is other and taken != other_taken for test, taken in guards for other, other_taken in others)
 
 
 def _key(expr: cst.BaseExpression) -> str | None:

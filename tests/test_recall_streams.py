@@ -1,0 +1,385 @@
+"""Recall of stream/event dataflow that follows the code, not the spelling (issue 13, item 2).
+
+The rule examples in rules/*.toml carry the user-facing cases; these tests pin the facts under
+them: accelerator aliases in the resolver, context variables as stream scopes, streams handed
+through helpers, joins on every path, closures that outlive a call, capture tests of other shapes,
+and the precision guards that came with them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from offlint.analysis import prefilter
+from offlint.analysis.engine import FileSettings, check_source
+from offlint.analysis.kinds import Kind
+from offlint.analysis.model import Context, ModuleModel
+from offlint.catalogue import load_catalogue
+from offlint.diagnostics import Confidence
+from offlint.fixing.apply import FixSettings, fix_source
+
+ALL = frozenset(load_catalogue())
+
+
+def _model(source: str) -> ModuleModel:
+    return ModuleModel(cst.parse_module(textwrap.dedent(source)))
+
+
+def _found(source: str, *, front_end: str = "skeleton") -> list[tuple[int, str]]:
+    """Every finding, whatever its tier (as tests/test_rule_examples.py checks the examples)."""
+    settings = FileSettings(select=ALL, front_end=front_end)
+    report = check_source(textwrap.dedent(source).encode(), "case.py", settings)
+    assert not report.errors, report.errors
+    return sorted((d.location.line, d.code) for d in report.diagnostics)
+
+
+# ------------------------------------------------------------------ accelerator aliases
+
+
+def test_device_module_spellings_resolve_to_the_cuda_api() -> None:
+    model = _model(
+        """
+        import torch
+
+        mod = torch.cuda
+
+
+        class A:
+            def __init__(self, device, kind):
+                self.dm = torch.get_device_module(device)
+                self.gm = getattr(torch, kind)
+                self.cond = getattr(torch, kind) if kind else torch.cuda
+
+            def f(self):
+                local = self.dm
+                return local, torch.get_device_module().Event, getattr(torch, "cuda").Stream
+        """
+    )
+    resolve = model.resolver.qualname
+    for text in ("self.dm.Stream", "self.gm.stream", "self.cond.current_stream", "mod.Event", "local.Stream"):
+        assert resolve(cst.parse_expression(text)) in ("torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.current_stream", "torch.cuda.Event"), text
+    assert resolve(cst.parse_expression("torch.get_device_module().Event")) == "torch.cuda.Event"
+    assert resolve(cst.parse_expression('getattr(torch, "cuda").Stream')) == "torch.cuda.Stream"
+
+
+def test_names_bound_to_something_else_too_are_not_device_modules() -> None:
+    model = _model(
+        """
+        import torch
+        from types import SimpleNamespace
+
+
+        def real(device):
+            device_module = torch.get_device_module(device)
+            return device_module
+
+
+        def fake():
+            device_module = SimpleNamespace(synchronize=lambda: None)
+            device_module.synchronize()
+            dtype = getattr(torch, "float16")
+            other = getattr(torch, "npu", None)
+        """
+    )
+    assert "device_module" not in model.resolver.device_modules
+    assert model.resolver.qualname(cst.parse_expression("device_module.synchronize")) is None
+    assert "dtype" not in model.resolver.device_modules and "other" not in model.resolver.device_modules
+
+
+def test_optional_stream_annotations_type_streams_but_not_tensors() -> None:
+    model = _model(
+        """
+        from typing import Optional, Union
+
+        import torch
+
+
+        class A:
+            buf: torch.Tensor | None = None
+
+            def __init__(self, s: Optional[torch.cuda.Stream], t: Union[torch.cuda.Stream, torch.Stream, None], e: torch.cuda.Event | None):
+                self.s, self.t, self.e = s, t, e
+                self.buf = torch.empty(4)
+        """
+    )
+    init = next(fn for fn in model.functions if fn.name == "__init__")
+    assert init.locals["s"].kind is Kind.STREAM
+    assert init.locals["t"].kind is Kind.STREAM
+    assert init.locals["e"].kind is Kind.EVENT
+    # the declaration does not blur what the assignment says (a pageable host buffer)
+    assert model.classes[0].attrs["buf"].kind is Kind.PAGEABLE_HOST
+
+
+def test_a_parameter_used_with_wait_stream_is_a_stream_but_an_event_argument_is_not_typed() -> None:
+    model = _model(
+        """
+        import torch
+
+
+        def f(s, ev, other):
+            s.wait_stream(torch.cuda.current_stream())
+            torch.cuda.current_stream().wait_event(ev)
+            with torch.cuda.stream(other):
+                pass
+        """
+    )
+    fn = model.functions[0]
+    assert fn.locals["s"].kind is Kind.STREAM
+    assert fn.locals["other"].kind is Kind.STREAM
+    assert "ev" not in fn.locals
+
+
+def test_module_globals_under_if_and_global_statements_and_getters() -> None:
+    model = _model(
+        """
+        import torch
+
+        if torch.cuda.is_available():
+            _EV = torch.cuda.Event()
+        _LAZY = None
+
+
+        def get_lazy():
+            global _LAZY
+            if _LAZY is None:
+                _LAZY = torch.cuda.Stream()
+            return _LAZY
+
+
+        def use():
+            s = get_lazy()
+            return s
+        """
+    )
+    assert model.oracle.globals["_EV"].kind is Kind.EVENT
+    assert model.oracle.globals["_LAZY"].kind is Kind.STREAM
+    assert "_LAZY" not in model.module_functions["get_lazy"].locals
+    assert model.module_functions["use"].locals["s"].kind is Kind.STREAM
+
+
+@pytest.mark.parametrize(
+    ("source", "passes"),
+    [
+        ("import torch\nclass A:\n    def f(self):\n        self.dm = torch.get_device_module()\n        self.dm.Stream().synchronize()\n", True),
+        ("import torch\nmod = torch.cuda\ns = mod.Stream()\ns.synchronize()\n", True),
+        ("import torch\ndef f(req):\n    x = torch.cuda.is_available()\n    if req.stream:\n        print(x.item())\n", False),
+        ("from pkg.modes import get_is_capture_mode\ndef f(x):\n    if get_is_capture_mode():\n        return\n    return x.item()\n", True),
+        ("def f(x):\n    # not capturing anything\n    return x.item()\n", False),
+    ],
+)
+def test_capture_gate_knows_device_modules_and_imported_capture_tests(source: str, passes: bool) -> None:
+    assert prefilter.accepts(source, frozenset({"OFL105"})) is passes
+
+
+# ------------------------------------------------------------------ OFL204 through helpers
+
+
+def test_record_stream_of_a_stream_taken_in_the_callers_block_both_front_ends() -> None:
+    source = """
+    import torch
+
+
+    class Prefetch:
+        def __init__(self):
+            self.stream = torch.cuda.Stream()
+
+        def _record(self, t, *, consumer):
+            t.record_stream(consumer)
+
+        def forward(self, t):
+            self.stream.wait_stream(torch.cuda.current_stream())
+            ctx = torch.cuda.stream(self.stream)
+            with ctx:
+                self._record(t, consumer=torch.cuda.current_stream())
+            torch.cuda.current_stream().wait_stream(self.stream)
+            return t
+    """
+    assert _found(source) == [(10, "OFL204")]
+    assert _found(source, front_end="libcst") == [(10, "OFL204")]
+
+
+# ------------------------------------------------------------------ OFL103 joins on every path
+
+
+def test_a_join_under_a_capture_test_holds_on_every_capturing_path() -> None:
+    source = """
+    import torch
+
+
+    class Overlap(torch.nn.Module):
+        def __init__(self):
+            self.side = torch.cuda.Stream()
+
+        def forward(self, x, f):
+            cur = torch.cuda.current_stream()
+            self.side.wait_stream(cur)
+            with torch.cuda.stream(self.side):
+                y = f(x)
+            if torch.cuda.is_current_stream_capturing():
+                cur.wait_stream(self.side)
+            return y
+    """
+    assert not [code for _, code in _found(source) if code == "OFL103"]
+
+
+def test_a_join_only_when_not_capturing_leaves_the_captured_fork_open() -> None:
+    source = """
+    import torch
+
+
+    class Overlap(torch.nn.Module):
+        def __init__(self):
+            self.side = torch.cuda.Stream()
+
+        def forward(self, x, f):
+            cur = torch.cuda.current_stream()
+            self.side.wait_stream(cur)
+            with torch.cuda.stream(self.side):
+                y = f(x)
+            if not torch.cuda.is_current_stream_capturing():
+                cur.wait_stream(self.side)
+            return y
+    """
+    assert (11, "OFL103") in _found(source)
+
+
+def test_self_removing_hooks_of_one_forward_fork_and_join_as_siblings() -> None:
+    # DeepSeek's shared-expert overlap: each hook removes its own handle
+    source = """
+    import torch
+
+
+    class MoE:
+        def __init__(self):
+            self.alt_stream = torch.cuda.Stream()
+
+        def forward(self, x, dispatcher, shared):
+            out = None
+
+            def pre(d, inputs):
+                nonlocal out
+                self.alt_stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.alt_stream):
+                    out = shared(inputs)
+                pre_handle.remove()
+
+            def post(d, outputs):
+                torch.cuda.current_stream().wait_stream(self.alt_stream)
+                post_handle.remove()
+
+            pre_handle = dispatcher.register_pre_combine_hook(pre)
+            post_handle = dispatcher.register_post_combine_hook(post)
+            if torch.cuda.is_current_stream_capturing():
+                pass
+            return dispatcher(x)
+    """
+    assert _found(source) == []
+
+
+# ------------------------------------------------------------------ guards
+
+
+def test_capture_test_shapes_of_same_module_helpers() -> None:
+    model = _model(
+        '''
+        import torch
+
+
+        def a():
+            """Doc."""
+            return bool(torch.cuda.is_current_stream_capturing())
+
+
+        def b(device):
+            with torch.cuda.device(device):
+                return torch.cuda.is_current_stream_capturing()
+
+
+        def c():
+            try:
+                return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+            except Exception:
+                return False
+
+
+        def d():
+            try:
+                return torch.cuda.is_current_stream_capturing()
+            except Exception:
+                raise_it()
+        '''
+    )
+    predicates = {fn.name for fn in model.functions if fn.is_capture_predicate}
+    assert predicates == {"a", "b", "c"}
+
+
+def test_flags_set_only_eagerly_and_cuda_checks_guard_the_host_reads() -> None:
+    # sglang's kernel API logging: a dump made only when not capturing, statistics of a tensor
+    # skipped when it is a CUDA tensor and a capture is on
+    source = """
+    import torch
+
+
+    def _active():
+        try:
+            return torch.cuda.is_current_stream_capturing()
+        except Exception:
+            return False
+
+
+    def stats(t):
+        if t.device.type == "cuda" and _active():
+            return None
+        return t.float().mean().item()
+
+
+    def wrapper(f, x):
+        dump = None
+        if _active():
+            pass
+        else:
+            dump = x.detach()
+        y = f(x)
+        if dump is not None:
+            print(dump.cpu())
+        return y
+    """
+    model = _model(source)
+    stats_fn = model.module_functions["stats"]
+    item = next(site for site in stats_fn.calls if site.method == "item")
+    assert item.context is Context.EAGER
+    wrapper_fn = model.module_functions["wrapper"]
+    cpu = next(site for site in wrapper_fn.calls if site.method == "cpu")
+    assert cpu.context is Context.EAGER
+    assert _found(source) == []
+
+
+# ------------------------------------------------------------------ OFL106: check and fix agree
+
+
+def test_check_reports_the_non_blocking_copies_fix_pins() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+
+
+        def stage(n, dev):
+            host = torch.zeros(n)
+            return host.to(dev, non_blocking=True)
+
+
+        def move(x, device):
+            return x.to(device, non_blocking=True)
+        """
+    ).encode()
+    # an eager copy is a `low` finding (no capture reaches it): both act at that floor only
+    for floor, expected in ((Confidence.LOW, [(7, "OFL106")]), (Confidence.MEDIUM, [])):
+        fixed = fix_source(source, "case.py", FixSettings(select=frozenset({"OFL106"}), min_confidence=floor))
+        assert fixed.changed is bool(expected)
+        assert (b"pin_memory=True" in fixed.fixed) is bool(expected)
+        report = check_source(source, "case.py", FileSettings(select=ALL, min_confidence=floor))
+        shown = [d for d in report.diagnostics if d.confidence.at_least(floor)]
+        assert [(d.location.line, d.code) for d in shown] == expected
