@@ -188,3 +188,18 @@ def test_min_confidence_on_the_command_line_and_in_config(tmp_path: Path) -> Non
     bad = run()
     assert bad.returncode == 2
     assert "min-confidence must be one of high, medium, low" in bad.stderr
+
+
+def test_sglangs_offloaders_are_reported_at_the_default_floor() -> None:
+    """The pre-fix offloader's 905 (`_load_event.wait()`, reached through the hooks the offloader
+    hands to the forward it installs, a lambda among them) and the merged fix's OFL201 show by
+    default."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+
+    def default(name: str) -> list[tuple[int, str]]:
+        settings = FileSettings(select=ALL)
+        report = check_source((fixtures / name).read_bytes(), name, settings)
+        return [(d.location.line, d.code) for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
+
+    assert default("sglang_offloader_original.py") == [(149, "OFL103"), (161, "OFL101")]
+    assert (171, "OFL201") in default("sglang_offloader_inline.py")

@@ -182,7 +182,7 @@ def test_record_stream_of_a_stream_taken_in_the_callers_block_both_front_ends() 
     import torch
 
 
-    class Prefetch:
+    class Prefetch(torch.nn.Module):
         def __init__(self):
             self.stream = torch.cuda.Stream()
 

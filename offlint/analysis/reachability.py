@@ -31,7 +31,7 @@ import libcst as cst
 
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.syntax import child_nodes
+from offlint.analysis.syntax import child_nodes, walk
 from offlint.analysis.torch_api import EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES, HOOK_REGISTRARS
 from offlint.diagnostics import Confidence
 
@@ -64,6 +64,7 @@ class _Marker:
         self.model = model
         self.queue: list[FunctionInfo] = []
         self.methods_by_name: dict[str, list[FunctionInfo]] | None = None
+        self.callers: dict[int, list[CallSite]] | None = None
 
     def mark(
         self,
@@ -178,12 +179,60 @@ class _Marker:
         if target is not None:
             return [] if _is_lifecycle_dunder(target.name) else [target]
         forward = _forward_of_instance(self.model, call)
-        return [forward] if forward is not None else []
+        if forward is not None:
+            return [forward]
+        return self._passed_callables(call)
+
+    def _passed_callables(self, call: CallSite) -> list[FunctionInfo]:
+        """`on_end()` where `on_end` is a parameter: the same-module functions (and the calls of
+        lambdas) that callers pass for it, as SGLang's offloader hands its hooks to the forward
+        it installs."""
+        func = call.node.func
+        if not isinstance(func, cst.Name):
+            return []
+        owner: FunctionInfo | None = call.function
+        while owner is not None and func.value not in _parameter_names(owner):
+            owner = owner.parent
+        if owner is None:
+            return []
+        position = _parameter_names(owner).index(func.value)
+        found: list[FunctionInfo] = []
+        for site in self._callers(owner):
+            arg = _argument(site.node, func.value, position - (1 if owner.is_method else 0))
+            if arg is None:
+                continue
+            if isinstance(arg, cst.Lambda):
+                for node in walk(arg.body):
+                    if isinstance(node, cst.Call):
+                        inner = self.model._called_function(node, site.function) or self._only_method_named(node)
+                        if inner is not None:
+                            found.append(inner)
+                continue
+            passed = self.model._function_named(arg, site.function)
+            if passed is not None:
+                found.append(passed)
+        return found
+
+    def _callers(self, fn: FunctionInfo) -> list[CallSite]:
+        if self.callers is None:
+            self.callers = {}
+            for site in self.model.all_calls():
+                target = self.model._called_function(site.node, site.function)
+                if target is not None:
+                    self.callers.setdefault(id(target), []).append(site)
+        return self.callers.get(id(fn), [])
+
+    def _only_method_named(self, node: cst.Call) -> FunctionInfo | None:
+        if not isinstance(node.func, cst.Attribute):
+            return None
+        return self._method_by_name(node.func.attr.value)
 
     def _only_method(self, call: CallSite) -> FunctionInfo | None:
         """`self.group.onload_()`: the one method of this module's classes with that name, when
         exactly one class defines it and the name is not one every object has."""
-        name = call.method
+        return self._method_by_name(call.method)
+
+    def _method_by_name(self, name: str | None) -> FunctionInfo | None:
         if name is None or name in _COMMON_METHOD_NAMES or name.startswith("__"):
             return None
         if self.methods_by_name is None:
@@ -218,6 +267,25 @@ class _Marker:
 def _is_lifecycle_dunder(name: str) -> bool:
     # construction and teardown do not run under capture; __call__ does
     return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
+def _parameter_names(fn: FunctionInfo) -> list[str]:
+    params = fn.node.params
+    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+
+
+def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
+    """The expression a call passes for parameter `name` (by keyword, else at `position`)."""
+    positional = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == name:
+                return arg.value
+        elif not arg.star:
+            if positional == position:
+                return arg.value
+            positional += 1
+    return None
 
 
 def _does_capture_work(fn: FunctionInfo) -> bool:
@@ -335,14 +403,11 @@ def function_of(model: ModuleModel, node: cst.CSTNode) -> FunctionInfo | None:
 
 def finding_reach(model: ModuleModel, node: cst.CSTNode, needs_capture: bool) -> tuple[Confidence, str | None]:
     """How capture reaches the code at `node`: its tier and, when it is reachable, why (followed
-    back along calls to where reachability starts). Findings of rules that do not need capture to
-    be hazards (`needs_capture` False: a no-op `record_stream`, an eager race, state a capture
-    leaves behind) are `high` wherever they are. In code no capture reaches, a finding of a rule
-    about capture (OFL106's eager `non_blocking` copies) is `low`."""
+    back along calls to where reachability starts). In code no capture reaches, a finding of a
+    rule about capture (`needs_capture`: OFL106's eager `non_blocking` copies) is `low`; other
+    rules' findings there (a no-op `record_stream`, an eager race) are hazards however the code
+    runs: `high`. In a low-tier method (a scheduler's, an allocator's) every finding is `low`."""
     fn = function_of(model, node)
-    if not needs_capture:
-        reach = fn.reachable_reason if fn is not None and fn.reachable else None
-        return HIGH, reach
     if fn is None or not fn.reachable or fn.confidence is None:
         in_region = fn is not None and any(site.node is node and site.in_graph_region for site in fn.calls)
         return (LOW if needs_capture and not in_region else HIGH), None

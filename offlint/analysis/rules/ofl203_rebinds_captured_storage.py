@@ -10,8 +10,10 @@ import libcst as cst
 from offlint.analysis.facts import called_function
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cuda_device, self_attribute
 from offlint.analysis.model import Assignment, CallSite, ClassInfo, FunctionInfo, ModuleModel
+from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.torch_api import CAPTURE_TOKENS
+from offlint.diagnostics import Confidence
 
 _NOT_STORAGE = frozenset({Kind.STREAM, Kind.EVENT, Kind.GRAPH, Kind.NOT_TORCH})
 
@@ -43,7 +45,7 @@ class RebindsCapturedStorage(Rule):
                 for assign in _rebindings(model, cls, attr, setup_only):
                     if id(assign.node) not in reported:
                         reported.add(id(assign.node))
-                        yield Finding(assign.node, _details(model, assign, copy))
+                        yield Finding(assign.node, _details(model, assign, copy), confidence=_reach_of(model, copy))
         # 2. any function: `x.data = <new pinned host tensor>` in a module whose capture-reachable
         #    code copies host tensors to the device (the offloader's pinned sources)
         for fn in model.functions:
@@ -56,7 +58,17 @@ class RebindsCapturedStorage(Rule):
                     model, fn, assign.value
                 ):
                     reported.add(id(assign.node))
-                    yield Finding(assign.node, _details(model, assign, copies[0]))
+                    yield Finding(
+                        assign.node,
+                        _details(model, assign, copies[0]),
+                        confidence=max((_reach_of(model, c) for c in copies), key=lambda c: c.rank),
+                    )
+
+
+def _reach_of(model: ModuleModel, copy: CallSite) -> Confidence:
+    """As sure as capture reaching the copies that read the storage (not the rebinding itself,
+    which runs eagerly, between replays)."""
+    return finding_reach(model, copy.node, True)[0]
 
 
 def _details(model: ModuleModel, assign: Assignment, copy: CallSite) -> dict[str, str]:
