@@ -44,6 +44,8 @@ def module_index(model: ModuleModel) -> ModuleIndex:
         for call in fn.calls:
             if not (call.in_graph_region or call.context.may_capture):
                 continue
+            if fn.eager_break and not call.in_graph_region:
+                continue  # an eager break's helpers run between the captured segments
             target = _imported(call.node.func, bindings)
             if target is not None:
                 edges.append((target, call.in_graph_region))

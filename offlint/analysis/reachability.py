@@ -65,6 +65,7 @@ class _Marker:
         self.queue: list[FunctionInfo] = []
         self.methods_by_name: dict[str, list[FunctionInfo]] | None = None
         self.callers: dict[int, list[CallSite]] | None = None
+        self.decorated_breaks: set[int] = set()
 
     def mark(
         self,
@@ -74,8 +75,10 @@ class _Marker:
         *,
         entry: Context = Context.UNKNOWN,
         via: FunctionInfo | None = None,
+        eager: bool = False,
     ) -> None:
-        """Raise `fn` to `confidence` (never lower it); queue it when that changed anything."""
+        """Raise `fn` to `confidence` (never lower it); queue it when that changed anything.
+        `eager`: reached from an eager break of a segmented capture, so it runs between segments."""
         if fn.drives_capture and not reason.startswith("named by configuration"):
             return  # the capture driver itself runs outside the capture it drives
         if fn.confidence is not None and fn.confidence.rank >= confidence.rank:
@@ -83,6 +86,7 @@ class _Marker:
         fn.reachable = True
         fn.confidence = confidence
         fn.reachable_reason = reason
+        fn.eager_break = eager or id(fn) in self.decorated_breaks
         fn.reachable_via = via
         if entry is not Context.UNKNOWN or fn.entry_context is Context.UNKNOWN:
             fn.entry_context = entry
@@ -109,8 +113,11 @@ class _Marker:
             if fn.tests_capture and _does_capture_work(fn):
                 self.mark(fn, HIGH, "tests is_current_stream_capturing()")
             if _is_eager_break(model, fn):
-                fn.eager_break = True
+                self.decorated_breaks.add(id(fn))
                 self.mark(fn, MEDIUM, "an eager break of a segmented CUDA graph capture (runs between segments)")
+        for wrapped in _wrapped_as_eager_breaks(model):
+            self.decorated_breaks.add(id(wrapped))
+            self.mark(wrapped, MEDIUM, "an eager break of a segmented CUDA graph capture (runs between segments)")
         for call in model.graph_region_calls:
             for target in self._called(call):
                 self.mark(target, HIGH, "called inside a CUDA graph capture region", entry=Context.CAPTURING)
@@ -161,16 +168,11 @@ class _Marker:
                 if not call.context.may_capture:
                     continue
                 for target in self._called(call):
-                    before = target.confidence
-                    self.mark(target, confidence, f"called from capture-reachable {fn.qualname}", via=fn)
-                    if target.confidence is not before and fn.eager_break and before is None:
-                        target.eager_break = True  # runs between segments too
+                    self.mark(target, confidence, f"called from capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break)
             for assign in fn.assignments:
                 self._installed_forward(assign.targets, assign.value, fn, MEDIUM if confidence is LOW else confidence)
             for inner in nested.get(id(fn), ()):
-                self.mark(inner, confidence, f"defined inside capture-reachable {fn.qualname}", via=fn)
-                if fn.eager_break:
-                    inner.eager_break = True
+                self.mark(inner, confidence, f"defined inside capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break)
 
     def _called(self, call: CallSite) -> list[FunctionInfo]:
         """Same-module functions a call runs: `f()`, `self.m()`, and a same-module nn.Module's
@@ -291,12 +293,16 @@ def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | 
 def _does_capture_work(fn: FunctionInfo) -> bool:
     """The catalogue's "branches on the capture state to do capture work": something runs only
     while capturing. A test that only returns, raises or skips when capturing is a guard."""
-    if any(a.context is Context.CAPTURING for a in fn.assignments):
-        return True
+    if any(a.context is Context.CAPTURING and _calls_something(a.value) for a in fn.assignments):
+        return True  # `buf = torch.empty(...)` while capturing; not `skip = False` (a flag)
     return any(
         call.context is Context.CAPTURING and not call.in_graph_region and not _raises(call.statement)
         for call in fn.calls
     )
+
+
+def _calls_something(value: cst.BaseExpression | None) -> bool:
+    return value is not None and any(isinstance(node, cst.Call) for node in walk(value))
 
 
 def _raises(statement: cst.CSTNode) -> bool:
@@ -359,6 +365,26 @@ def _is_eager_break(model: ModuleModel, fn: FunctionInfo) -> bool:
         if name.rsplit(".", 1)[-1] in EAGER_BREAK_DECORATORS:
             return True
     return False
+
+
+def _wrapped_as_eager_breaks(model: ModuleModel) -> list[FunctionInfo]:
+    """`bcg_f = eager_on_graph(True, capture_stub=stub)(f)` at module level: f is an eager break."""
+    found: list[FunctionInfo] = []
+    for stmt in model.module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            value = small.value if isinstance(small, cst.Assign) else None
+            if not isinstance(value, cst.Call) or not value.args:
+                continue
+            maker = value.func.func if isinstance(value.func, cst.Call) else value.func
+            name = model.qualname(maker) or dotted_name(maker) or ""
+            if name.rsplit(".", 1)[-1] not in EAGER_BREAK_DECORATORS:
+                continue
+            target = value.args[-1].value if isinstance(value.func, cst.Call) else value.args[0].value
+            if isinstance(target, cst.Name) and target.value in model.module_functions:
+                found.append(model.module_functions[target.value])
+    return found
 
 
 def _function_named(model: ModuleModel, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
