@@ -55,8 +55,8 @@ EVENT = textwrap.dedent(
             self.copy_stream = torch.cuda.Stream()
             self.ready = Event()
 
-        def forward(self, ready: Event):
-            current_stream().wait_event(ready)
+        def forward(self, x):
+            current_stream().wait_event(self.ready)
             return self.buffers
     """
 )
@@ -91,7 +91,7 @@ BROKEN = HOST_SYNC + "\n\ndef other(x:\n    return x.item()\n"
 
 MSG_SYNC = "`torch.cuda.synchronize()` synchronises with the host in capture-reachable code (cudaErrorStreamCaptureUnsupported)"
 MSG_ITEM = "`.item()` synchronises with the host in capture-reachable code (cudaErrorStreamCaptureUnsupported)"
-MSG_WAIT = "Wait on `ready`, which may have been recorded outside the current capture (cudaErrorStreamCaptureIsolation)"
+MSG_WAIT = "Wait on `self.ready`, which may have been recorded outside the current capture (cudaErrorStreamCaptureIsolation)"
 FIX_WAIT = (
     "Skip the wait while capturing when the data is ready, or re-issue the copy inside the capture"
 )
@@ -199,9 +199,9 @@ def test_full_format_is_the_default(project: Path) -> None:
         f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT}",
         "   |",
         " 9 |",
-        "10 |     def forward(self, ready: Event):",
-        "11 |         current_stream().wait_event(ready)",
-        "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ OFL101",
+        "10 |     def forward(self, x):",
+        "11 |         current_stream().wait_event(self.ready)",
+        "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ OFL101",
         "12 |         return self.buffers",
         "   |",
         f"   = help: {FIX_WAIT}",
@@ -275,7 +275,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "message": MSG_WAIT,
             "filename": "pkg/offloader.py",
             "location": {"row": 11, "column": 9},
-            "end_location": {"row": 11, "column": 43},
+            "end_location": {"row": 11, "column": 48},
             "fix": None,  # the rule has a fixer, but it cannot fix this snippet
             "note": "capture-reachable: forward path of offloader-style class Prefetcher: it keeps a CUDA"
             " stream or event in self.copy_stream",
@@ -340,7 +340,7 @@ def test_sarif_format_field_by_field(project: Path) -> None:
         ("OFL105", MSG_SYNC, "pkg/host_sync.py", (5, 5, 5, 29), False, "none", graph),
         ("OFL105", MSG_ITEM, "pkg/host_sync.py", (6, 9, 6, 23), False, "none", graph),
         # the rule has an (unsafe) fixer, but `offlint fix` cannot fix this snippet
-        ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 43), False, "none", prefetcher),
+        ("OFL101", MSG_WAIT, "pkg/offloader.py", (11, 9, 11, 48), False, "none", prefetcher),
         ("OFL204", MSG_RECORD, "pkg/prefetch.py", (7, 9, 7, 58), True, "safe", {"confidence": "high"}),
     ]
     assert len(run["results"]) == len(expected)
@@ -390,7 +390,7 @@ def test_github_format(project: Path) -> None:
         f"::error file=pkg/host_sync.py,line=5,col=5,endLine=5,endColumn=29,title=OFL105::{MSG_SYNC}",
         f"::error file=pkg/host_sync.py,line=6,col=9,endLine=6,endColumn=23,title=OFL105::{MSG_ITEM}",
         # medium confidence: a warning annotation
-        f"::warning file=pkg/offloader.py,line=11,col=9,endLine=11,endColumn=43,title=OFL101::{MSG_WAIT}",
+        f"::warning file=pkg/offloader.py,line=11,col=9,endLine=11,endColumn=48,title=OFL101::{MSG_WAIT}",
         f"::error file=pkg/prefetch.py,line=7,col=9,endLine=7,endColumn=58,title=OFL204::{MSG_RECORD}",
     ]
     assert result.stderr == SUMMARY

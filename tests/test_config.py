@@ -50,8 +50,8 @@ EVENT = textwrap.dedent(
             self.copy_stream = torch.cuda.Stream()
             self.ready = Event()
 
-        def forward(self, ready: Event):
-            current_stream().wait_event(ready)
+        def forward(self, x):
+            current_stream().wait_event(self.ready)
             return self.buffers
     """
 )

@@ -203,3 +203,27 @@ def test_sglangs_offloaders_are_reported_at_the_default_floor() -> None:
 
     assert default("sglang_offloader_original.py") == [(149, "OFL103"), (161, "OFL101")]
     assert (171, "OFL201") in default("sglang_offloader_inline.py")
+
+
+@FRONT_ENDS
+def test_a_wait_on_an_event_the_caller_hands_in_is_unsure(front_end: str) -> None:
+    """`ready` comes from the caller: whether it was recorded before the capture is the caller's
+    to say, so OFL101 is low there; an event kept on self is not."""
+    source = """\
+        import torch
+
+
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.done = torch.cuda.Event()
+
+            def forward(self, x, ready: torch.cuda.Event):
+                torch.cuda.current_stream().wait_event(ready)
+                self.done.wait()
+                return x
+        """
+    assert [f for f in found(source, front_end) if f[1] == "OFL101"] == [
+        (10, "OFL101", "low"),
+        (11, "OFL101", "medium"),
+    ]

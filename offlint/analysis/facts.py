@@ -1080,3 +1080,21 @@ def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     return expr
+
+
+def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """`ready`, `layer.done_event`, `events[i]` where the root name is a parameter of `fn` (or of
+    a function enclosing it), not `self`: the caller made or recorded it."""
+    root = expr
+    while isinstance(root, cst.Attribute | cst.Subscript):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value in ("self", "cls"):
+        return False
+    scope: FunctionInfo | None = fn
+    while scope is not None:
+        if is_parameter(scope, root.value):
+            return True
+        if any(isinstance(t, cst.Name) and t.value == root.value for a in scope.assignments for t in a.targets):
+            return False  # bound here first: a local of this call, not the caller's
+        scope = scope.parent
+    return False

@@ -293,16 +293,19 @@ def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | 
 def _does_capture_work(fn: FunctionInfo) -> bool:
     """The catalogue's "branches on the capture state to do capture work": something runs only
     while capturing. A test that only returns, raises or skips when capturing is a guard."""
-    if any(a.context is Context.CAPTURING and _calls_something(a.value) for a in fn.assignments):
-        return True  # `buf = torch.empty(...)` while capturing; not `skip = False` (a flag)
+    if any(a.context is Context.CAPTURING and _computes(a.value) for a in fn.assignments):
+        return True  # `y = x * 2` / `buf = torch.empty(...)` while capturing; not `skip = False`
     return any(
         call.context is Context.CAPTURING and not call.in_graph_region and not _raises(call.statement)
         for call in fn.calls
     )
 
 
-def _calls_something(value: cst.BaseExpression | None) -> bool:
-    return value is not None and any(isinstance(node, cst.Call) for node in walk(value))
+def _computes(value: cst.BaseExpression | None) -> bool:
+    """Not a constant flag: `True`, `None`, `0`, `"x"`, or a plain name."""
+    return value is not None and not isinstance(
+        value, cst.Name | cst.Integer | cst.Float | cst.SimpleString | cst.Attribute
+    )
 
 
 def _raises(statement: cst.CSTNode) -> bool:

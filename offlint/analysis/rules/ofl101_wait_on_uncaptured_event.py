@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from offlint.analysis.facts import (
     guarded_by_capture_bookkeeping,
+    handed_in_by_caller,
     is_event,
     is_external_event,
     local_name,
@@ -16,6 +17,7 @@ from offlint.analysis.facts import (
 )
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.diagnostics import Confidence
 
 
 class WaitOnUncapturedEvent(Rule):
@@ -46,4 +48,7 @@ class WaitOnUncapturedEvent(Rule):
                 continue  # `self.done.record()` earlier in this call, on every path to the wait
             if name is not None and storage_of(event) is None and recorded_in_enclosing_call(model, site, name):
                 continue  # a closure's event, recorded within the same call of the enclosing function
-            yield Finding(site.node, {"event": code_of(event, model)})
+            # an event handed in by the caller (`ready`, `layer.done_event`): whether it was
+            # recorded before this capture is the caller's to say, so the finding is unsure
+            handed_in = handed_in_by_caller(event, site.function)
+            yield Finding(site.node, {"event": code_of(event, model)}, confidence=Confidence.LOW if handed_in else None)
