@@ -105,6 +105,14 @@ def test_warm_runs_and_workers_agree(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert _check(root) == EXPECTED  # cold, fills the cache
     assert _check(root) == EXPECTED  # warm: every file served from the cache, seeds included
+    timings = subprocess.run(
+        [sys.executable, "-m", "offlint", "check", "pkg", "--timings"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stderr
+    assert ", 0 parsed" in timings  # the seeds are the same every run, so is their cache key
     assert _check(root, "--no-cache", "-j", "2") == EXPECTED
 
 

@@ -37,8 +37,8 @@ from offlint.diagnostics import (
 if TYPE_CHECKING:
     import libcst as cst
 
+    from offlint.analysis.callgraph import Seed
     from offlint.analysis.model import ModelOptions, ModuleModel
-    from offlint.analysis.reachability import Seed
     from offlint.analysis.rule import Finding, Rule
 
 
@@ -104,7 +104,7 @@ def selected_rules(select: Iterable[str]) -> list[Rule]:
 def may_hold_hazard(text: str, settings: FileSettings) -> bool:
     """The prefilter: False only when no selected rule can fire anywhere in `text`."""
     if settings.seeds or any(token in text for token in settings.extra_tokens):
-        return True  # another module reaches a function defined here
+        return True  # another module reaches a function defined here: its calls carry the reach on
     return plan_for(frozenset(settings.select), tuple(settings.capture_reachable)).accepts(text)
 
 
@@ -297,7 +297,7 @@ def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple
 
 
 def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> list[tuple[Rule, Finding]]:
-    from offlint.analysis.callgraph import module_index
+    from offlint.analysis.module_index import module_index
     from offlint.analysis.reachability import finding_reach
 
     report.index = module_index(model)

@@ -21,10 +21,11 @@ from typing import cast
 
 import libcst as cst
 
+from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import NameResolver, dotted_name
 from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
-from offlint.analysis.reachability import Seed, mark_reachable
+from offlint.analysis.reachability import mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.syntax import child_nodes, walk
@@ -41,16 +41,6 @@ if TYPE_CHECKING:  # the model calls mark_reachable once it is built
 HIGH, MEDIUM, LOW = Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW
 # a plain class's `__call__` is no forward path: graph runners and loaders are called too
 _FORWARD_NAMES = ("forward",)
-
-
-@dataclass(frozen=True)
-class Seed:
-    """A function of this module that is capture-reachable for a reason found elsewhere (another
-    module's capture region, configuration): its local qualified name, tier and the reason."""
-
-    qualname: str
-    confidence: Confidence
-    reason: str
 
 
 def mark_reachable(model: ModuleModel, patterns: Iterable[str] = (), seeds: Iterable[Seed] = ()) -> None:

@@ -50,7 +50,7 @@ from offlint.discovery import Discovered, discover
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from offlint.analysis.reachability import Seed
+    from offlint.analysis.callgraph import Seed
 
 # below this many bytes of candidate source a pool costs more than it saves (~0.3 s of parsing)
 PARALLEL_THRESHOLD_BYTES = 250_000
@@ -226,11 +226,11 @@ def check_paths(options: CheckOptions) -> RunReport:
                 if results_cache is not None and key is not None:
                     results_cache.put(key, file_report)  # every finding: the floor is the report's
                 report.files.append(below_floor_hidden(file_report, floors[file_report.path]))
+            with clock("call graph"):
+                _follow_calls_across_modules(report, files, settings_of, results_cache, pool)
         finally:
             if pool is not None:
                 pool.close()
-    with clock("call graph"):
-        _follow_calls_across_modules(report, files, settings_of, results_cache)
     if results_cache is not None:
         with clock("cache"):
             results_cache.save()
@@ -244,7 +244,11 @@ CALL_GRAPH_ROUNDS = 6
 
 
 def _follow_calls_across_modules(
-    report: RunReport, files: Sequence[Discovered], settings_of: _SettingsMemo, results_cache: ResultCache | None
+    report: RunReport,
+    files: Sequence[Discovered],
+    settings_of: _SettingsMemo,
+    results_cache: ResultCache | None,
+    pool: _Pool | None,
 ) -> None:
     """Re-analyse the files whose functions other modules reach from a capture region
     (`callgraph.py`), round by round, until no new function is reached."""
@@ -276,16 +280,35 @@ def _follow_calls_across_modules(
                 changed.append(key)
         if not changed:
             return
+        jobs: list[Job] = []
+        keys: dict[str, str | None] = {}
+        floors: dict[str, FileSettings] = {}
         for key in changed:
             found = by_display[key]
             settings = dataclasses.replace(
                 settings_of(found), seeds=tuple(sorted(seeded[key].values(), key=lambda s: s.qualname))
             )
-            report.files[position[key]] = below_floor_hidden(_check_one(found, settings, results_cache), settings)
+            floors[key] = settings
+            done = _cached_or_job(found, settings, results_cache)
+            if isinstance(done, FileReport):
+                report.files[position[key]] = below_floor_hidden(done, settings)
+            else:
+                jobs.append(done[0])
+                keys[key] = done[1]
+        # the pool's workers are still up: seeded files are parsed in parallel too
+        stream = pool.run(jobs) if pool is not None and len(jobs) > 1 else (_analyse(job) for job in jobs)
+        for file_report in stream:
+            cache_key = keys.get(file_report.path)
+            if results_cache is not None and cache_key is not None:
+                results_cache.put(cache_key, file_report)
+            report.files[position[file_report.path]] = below_floor_hidden(file_report, floors[file_report.path])
 
 
-def _check_one(found: Discovered, settings: FileSettings, results_cache: ResultCache | None) -> FileReport:
-    """One file's report, from the cache when it holds one for these bytes and settings."""
+def _cached_or_job(
+    found: Discovered, settings: FileSettings, results_cache: ResultCache | None
+) -> FileReport | tuple[Job, str | None]:
+    """One file's report from the cache when it holds one for these bytes and settings, else the
+    job that analyses it (and the cache key its result goes under)."""
     if results_cache is not None:
         unread = _cached_unread(results_cache, found, settings)
         if unread is not None:
@@ -302,10 +325,7 @@ def _check_one(found: Discovered, settings: FileSettings, results_cache: ResultC
         hit = results_cache.get(key, found.display)
         if hit is not None:
             return hit
-    file_report = check_source(data, found.display, settings)
-    if results_cache is not None and key is not None:
-        results_cache.put(key, file_report)
-    return file_report
+    return (data, found.display, settings), key
 
 
 def below_floor_hidden(file_report: FileReport, settings: FileSettings) -> FileReport:
