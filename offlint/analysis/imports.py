@@ -46,6 +46,7 @@ class NameResolver(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.bindings: dict[str, str] = {}
+        self.relative: dict[str, str] = {}  # `from .x import f` -> {"f": ".x.f"}
         # dotted names ("dm", "self.device_module") that hold a device module (ModuleModel
         # fills it: every binding of the name in the module must be one, flow-insensitively)
         self.device_modules: set[str] = set()
@@ -74,10 +75,16 @@ class NameResolver(cst.CSTVisitor):
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return False
-        base = _module_name(node.module)
+        base = _module_name(node.module) if node.module is not None else ""
         if base is None:
+            return False
+        # relative imports (`from ..x import f` -> `..x.f`) are kept apart: only the project call
+        # graph resolves them, knowing which package the module sits in
+        into = self.relative if node.relative else self.bindings
+        prefix = "." * len(node.relative) + base
+        if node.module is None and not node.relative:
             return False
         for alias in node.names:
             name = _module_name(alias.name)
@@ -86,7 +93,7 @@ class NameResolver(cst.CSTVisitor):
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self.bindings[local] = f"{base}.{name}"
+            into[local] = f"{prefix}.{name}" if base else f"{prefix}{name}"
         return False
 
     def qualname(self, expr: cst.BaseExpression) -> str | None:

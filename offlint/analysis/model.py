@@ -181,7 +181,6 @@ class ModuleModel:
         self.source_of = source_of
         self.options = options or ModelOptions()
         self.resolver = NameResolver.of(module, imports)
-        self.import_nodes = imports  # the skeleton's import statements (None: walk the tree)
         self.oracle = KindOracle(self.resolver, self.resolver.imports_torch())
         self.classes: list[ClassInfo] = []
         self.functions: list[FunctionInfo] = []

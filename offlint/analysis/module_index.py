@@ -3,7 +3,7 @@ functions that capture reaches, and the imported functions they call where captu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -11,7 +11,6 @@ import libcst as cst
 from offlint.analysis.callgraph import IndexEntry, ModuleIndex
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.reachability import HOOK_REASON
-from offlint.analysis.syntax import walk
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:
@@ -21,7 +20,9 @@ if TYPE_CHECKING:
 def module_index(model: ModuleModel) -> ModuleIndex:
     """What other modules need to know of this one: its reachable functions and its functions'
     calls to imported names, made where capture is possible."""
-    bindings = _import_bindings(model.module, model.resolver.bindings, model.import_nodes)
+    resolver = model.resolver
+    bindings = {name: target for name, target in resolver.bindings.items() if not target.startswith("torch")}
+    bindings.update(resolver.relative)
     entries: list[IndexEntry] = []
     for fn in model.functions:
         edges: list[tuple[str, bool]] = []
@@ -60,28 +61,6 @@ def _on_a_hook_path(fn: FunctionInfo) -> bool:
         return False
     reason = _root_reason(fn)
     return HOOK_REASON in reason or "installed as a" in reason
-
-
-def _import_bindings(
-    module: cst.Module, absolute: Mapping[str, str], imports: Iterable[cst.CSTNode] | None
-) -> dict[str, str]:
-    """Local name -> what it is bound to: `pkg.mod.f`, or `..mod.f` for a relative import."""
-    bound = {name: target for name, target in absolute.items() if not target.startswith("torch")}
-    nodes = imports if imports is not None else walk(module)
-    for node in nodes:
-        if not isinstance(node, cst.ImportFrom) or not node.relative or isinstance(node.names, cst.ImportStar):
-            continue
-        base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module is not None else "")
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name is None:
-                continue
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            joined = f"{base}.{name}" if not base.endswith(".") else f"{base}{name}"
-            bound[local] = joined
-    return bound
 
 
 def _imported(func: cst.BaseExpression, bindings: Mapping[str, str]) -> str | None:
