@@ -1098,3 +1098,67 @@ def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
             return False  # bound here first: a local of this call, not the caller's
         scope = scope.parent
     return False
+
+
+def held_only_when_forked(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """`self._pending` (or a local read from it) where every assignment of that attribute in the
+    class stores None or a stream the assigning function forked just before
+    (`alt.wait_stream(cur); self._pending = alt`): a non-None value is a fork handle, so a join or
+    side-stream work through it follows a fork made earlier in the same forward."""
+    attr = self_attribute(expr)
+    if attr is None and isinstance(expr, cst.Name):
+        sources = [a.value for a in fn.assignments if any(_is_name(t, expr.value) for t in a.targets)]
+        if len(sources) != 1 or sources[0] is None:
+            return False
+        attr = self_attribute(sources[0])
+    if attr is None or fn.cls is None:
+        return False
+    stores = [
+        (method, assign)
+        for method in fn.cls.methods.values()
+        for assign in method.assignments
+        if any(self_attribute(t) == attr for t in assign.targets)
+    ]
+    handed = False
+    for method, assign in stores:
+        value = assign.value
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        if value is None or not any(
+            site.order < assign.order
+            and site.method in ("wait_stream", "wait_event")
+            and site.receiver is not None
+            and same_code(site.receiver, value)
+            for site in method.calls
+        ):
+            return False
+        handed = True
+    return handed
+
+
+def fork_handed_to_a_join(site: CallSite) -> bool:
+    """`side.wait_stream(cur)` followed in the same call by `self._pending = side`, where a
+    method of the class joins through `self._pending` (a fork handle, `held_only_when_forked`):
+    the join is the handle's reader, called later in the same forward."""
+    fn, side = site.function, site.receiver
+    if side is None or fn.cls is None:
+        return False
+    for assign in fn.assignments:
+        if assign.order <= site.order or assign.value is None or not same_code(assign.value, side):
+            continue
+        for target in assign.targets:
+            attr = self_attribute(target)
+            if attr is None or not held_only_when_forked(target, fn):
+                continue
+            for method in fn.cls.methods.values():
+                for join in method.calls:
+                    if join.method != "wait_stream" or len(join.node.args) != 1:
+                        continue
+                    joined = join.node.args[0].value
+                    if self_attribute(joined) == attr or held_only_when_forked(joined, method):
+                        return True
+    return False
+
+
+def _is_name(node: cst.BaseExpression, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name

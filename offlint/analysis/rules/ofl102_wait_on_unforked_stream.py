@@ -9,6 +9,7 @@ from offlint.analysis.facts import (
     forked_before,
     forked_by_sibling,
     guarded_by_capture_bookkeeping,
+    held_only_when_forked,
     stream_key,
     stream_role,
 )
@@ -42,6 +43,8 @@ class WaitOnUnforkedStream(Rule):
                 continue
             if forked_by_sibling(model, fn, key):
                 continue  # a sibling hook of the same enclosing call forked it
+            if held_only_when_forked(side, fn):
+                continue  # a fork handle: set only right after its fork, earlier in the forward
             if guarded_by_capture_bookkeeping(model, site):
                 continue
             yield Finding(

@@ -9,6 +9,7 @@ import libcst as cst
 from offlint.analysis.facts import (
     StreamRole,
     capture_aware_joins,
+    fork_handed_to_a_join,
     fork_key,
     joined_after,
     joined_by_sibling,
@@ -75,6 +76,8 @@ class UnjoinedSideStream(Rule):
                     continue
                 if _returns_recorded_event(fn, site.order):
                     continue  # the caller gets the event to join (publish/consume pairs)
+                if fork_handed_to_a_join(site):
+                    continue  # kept on self as a fork handle that a later step of the forward joins
                 if joined_within_enclosing_call(model, fn, site.order) or joined_by_sibling(model, fn, key):
                     continue  # a sibling closure of the same enclosing call joins it
                 if joins is None:

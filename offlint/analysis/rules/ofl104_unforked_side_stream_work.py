@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from offlint.analysis.facts import StreamRole, fork_key, forked_before, stream_key, stream_role
+from offlint.analysis.facts import (
+    StreamRole,
+    fork_key,
+    forked_before,
+    held_only_when_forked,
+    stream_key,
+    stream_role,
+)
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.torch_api import STREAM_CONTEXTS
@@ -37,4 +44,6 @@ class UnforkedSideStreamWork(Rule):
                     continue
                 if any(fork_key(model, s) == key for s in inside):
                     continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work
+                if held_only_when_forked(scope.stream, fn):
+                    continue  # a fork handle: set only right after its fork, earlier in the forward
                 yield Finding(opener.node, {"stream": code_of(scope.stream, model)})
