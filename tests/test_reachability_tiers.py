@@ -227,3 +227,58 @@ def test_a_wait_on_an_event_the_caller_hands_in_is_unsure(front_end: str) -> Non
         (10, "OFL101", "low"),
         (11, "OFL101", "medium"),
     ]
+
+
+@FRONT_ENDS
+def test_deepspeeds_accelerator_streams_are_cuda_streams(front_end: str) -> None:
+    source = """\
+        import torch
+        from deepspeed.accelerator import get_accelerator
+
+
+        class MoE(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.copy_stream = get_accelerator().Stream()
+                self.ready = get_accelerator().Event()
+
+            def forward(self, x):
+                self.copy_stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(self.copy_stream):
+                    y = x * 2
+                return y
+        """
+    assert (12, "OFL103", "medium") in found(source, front_end)
+
+
+@FRONT_ENDS
+def test_code_that_runs_only_with_graphs_off_is_not_reached(front_end: str) -> None:
+    """DeepSpeed registers its profiling hooks only when `enable_cuda_graph` is off; vLLM's
+    `enforce_eager` paths likewise never meet a capture."""
+    source = """\
+        import torch
+
+
+        class Engine(torch.nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.stream = torch.cuda.Stream()
+                if not config.enable_cuda_graph:
+                    self.register_forward_pre_hook(self._profile)
+                self.register_forward_hook(self._always)
+
+            def _profile(self, module, inputs):
+                torch.cuda.synchronize()
+
+            def _always(self, module, inputs, output):
+                torch.cuda.synchronize()
+
+            def forward(self, x, config):
+                if config.enforce_eager:
+                    self._debug(x)
+                return x
+
+            def _debug(self, x):
+                return x.sum().item()
+        """
+    assert found(source, front_end, Confidence.MEDIUM) == [(16, "OFL105", "medium")]

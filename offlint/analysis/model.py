@@ -337,6 +337,8 @@ class ModuleModel:
         flag = self._eager_only_value_test(test, fn)
         if flag is not None:
             return flag
+        if _tests_cpu_tensor(test) or _cpu_tensor_flag(test, fn):
+            return Context.EAGER, None  # `if t.device.type == "cpu":` no CUDA work to capture there
         decided = self.capture_condition(test, fn)
         if decided is None:
             return None, None
@@ -792,6 +794,30 @@ def _tests_cuda_tensor(expr: cst.BaseExpression) -> bool:
             and any(name.endswith(".device.type") for name in names)
         )
     return False
+
+
+def _tests_cpu_tensor(expr: cst.BaseExpression) -> bool:
+    """`t.device.type == "cpu"`, `not t.is_cuda`: a test that a tensor lives on the host."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        comp = expr.comparisons[0]
+        sides = (expr.left, comp.comparator)
+        names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
+        return (
+            isinstance(comp.operator, cst.Equal)
+            and any(isinstance(side, cst.SimpleString) and side.evaluated_value == "cpu" for side in sides)
+            and any(name.endswith(".device.type") for name in names)
+        )
+    return False
+
+
+def _cpu_tensor_flag(expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
+    """`use_cpu` bound once, from `t.device.type == "cpu"`."""
+    if fn is None or not isinstance(expr, cst.Name):
+        return False
+    values = [a.value for a in fn.assignments if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)]
+    return len(values) == 1 and values[0] is not None and _tests_cpu_tensor(values[0])
 
 
 def _is_none_literal(expr: cst.BaseExpression) -> bool:

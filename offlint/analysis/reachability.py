@@ -155,7 +155,7 @@ class _Marker:
             assert confidence is not None
             for call in fn.calls:
                 self._installed_hook(call, MEDIUM if confidence is LOW else confidence)
-                if not call.context.may_capture:
+                if not call.context.may_capture or only_without_graphs(call):
                     continue
                 for target in self._called(call):
                     self.mark(target, confidence, f"called from capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break)
@@ -237,7 +237,7 @@ class _Marker:
 
     def _installed_hook(self, call: CallSite, confidence: Confidence) -> None:
         """`m.register_forward_pre_hook(fn)`: fn runs inside every forward of m."""
-        if call.method not in HOOK_REGISTRARS or not call.node.args:
+        if call.method not in HOOK_REGISTRARS or not call.node.args or only_without_graphs(call):
             return
         target = _function_named(self.model, call.node.args[0].value, call.function)
         if target is not None:
@@ -259,6 +259,34 @@ class _Marker:
 def _is_lifecycle_dunder(name: str) -> bool:
     # construction and teardown do not run under capture; __call__ does
     return name.startswith("__") and name.endswith("__") and name != "__call__"
+
+
+# configuration flags that switch CUDA graphs on (`enable_cuda_graph`, `use_cudagraph`) or off
+# (`enforce_eager`, `disable_cuda_graph`), by the words in their names
+_GRAPHS_ON_WORDS = ("cuda_graph", "cudagraph")
+_GRAPHS_OFF_WORDS = ("enforce_eager", "disable_cuda_graph", "disable_cudagraph")
+
+
+def only_without_graphs(call: CallSite) -> bool:
+    """The call runs only when the configuration turns CUDA graphs off: under
+    `if not cfg.enable_cuda_graph:` (a conjunct of it) or `if cfg.enforce_eager:` (DeepSpeed's
+    profiling hooks, vLLM's eager-only paths), so no capture reaches it through here."""
+    for test, taken in call.guards:
+        for conjunct in _conjuncts(test) if taken else ():
+            negated = isinstance(conjunct, cst.UnaryOperation) and isinstance(conjunct.operator, cst.Not)
+            inner = conjunct.expression if isinstance(conjunct, cst.UnaryOperation) and negated else conjunct
+            name = (dotted_name(inner) or "").lower()
+            if negated and any(w in name for w in _GRAPHS_ON_WORDS) and not any(w in name for w in _GRAPHS_OFF_WORDS):
+                return True
+            if not negated and any(w in name for w in _GRAPHS_OFF_WORDS):
+                return True
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def _parameter_names(fn: FunctionInfo) -> list[str]:
