@@ -16,9 +16,9 @@ from offlint.analysis.facts import (
     joined_within_enclosing_call,
     stream_role,
 )
-from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
-from offlint.analysis.syntax import child_nodes
+from offlint.analysis.syntax import child_nodes, same_code
 
 
 def _returns_recorded_event(fn: FunctionInfo, order: int) -> bool:
@@ -37,6 +37,19 @@ def _returns_recorded_event(fn: FunctionInfo, order: int) -> bool:
             if names & recorded:
                 return True
     return False
+
+
+def _made_current(fn: FunctionInfo, fork: CallSite) -> bool:
+    """The forked stream becomes the current one afterwards (`torch.cuda.set_stream(side)`): the
+    work that follows runs on it as the capturing stream, so there is nothing to join."""
+    side = fork.receiver
+    return side is not None and any(
+        site.order > fork.order
+        and (site.callee or "").rsplit(".", 1)[-1] == "set_stream"
+        and len(site.node.args) == 1
+        and same_code(site.node.args[0].value, side)
+        for site in fn.calls
+    )
 
 
 def _names(node: cst.CSTNode) -> list[cst.Name]:
@@ -76,6 +89,8 @@ class UnjoinedSideStream(Rule):
                     continue
                 if _returns_recorded_event(fn, site.order):
                     continue  # the caller gets the event to join (publish/consume pairs)
+                if _made_current(fn, site):
+                    continue  # `side.wait_stream(cur); torch.cuda.set_stream(side)`: a switch, not a fork
                 if fork_handed_to_a_join(site):
                     continue  # kept on self as a fork handle that a later step of the forward joins
                 if joined_within_enclosing_call(model, fn, site.order) or joined_by_sibling(model, fn, key):
