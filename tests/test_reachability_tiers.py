@@ -230,28 +230,6 @@ def test_a_wait_on_an_event_the_caller_hands_in_is_unsure(front_end: str) -> Non
 
 
 @FRONT_ENDS
-def test_deepspeeds_accelerator_streams_are_cuda_streams(front_end: str) -> None:
-    source = """\
-        import torch
-        from deepspeed.accelerator import get_accelerator
-
-
-        class MoE(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.copy_stream = get_accelerator().Stream()
-                self.ready = get_accelerator().Event()
-
-            def forward(self, x):
-                self.copy_stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(self.copy_stream):
-                    y = x * 2
-                return y
-        """
-    assert (12, "OFL103", "medium") in found(source, front_end)
-
-
-@FRONT_ENDS
 def test_code_that_runs_only_with_graphs_off_is_not_reached(front_end: str) -> None:
     """DeepSpeed registers its profiling hooks only when `enable_cuda_graph` is off; vLLM's
     `enforce_eager` paths likewise never meet a capture."""

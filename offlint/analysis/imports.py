@@ -14,12 +14,6 @@ import libcst as cst
 from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import canonical
 
-# frameworks' accelerator objects that stand for the device module (their Stream, Event, stream()
-# and current_stream() are torch.cuda's on NVIDIA)
-ACCELERATOR_GETTERS = frozenset(
-    {"deepspeed.accelerator.get_accelerator", "deepspeed.accelerator.real_accelerator.get_accelerator"}
-)
-
 
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
@@ -150,8 +144,6 @@ class NameResolver(cst.CSTVisitor):
             return DEVICE_MODULE
         if isinstance(func, cst.Attribute) and func.attr.value == "get_device_module":
             return DEVICE_MODULE if self.qualname(func) == "torch.get_device_module" else None
-        if (self.qualname(func) or "") in ACCELERATOR_GETTERS:
-            return DEVICE_MODULE  # DeepSpeed's `get_accelerator().Stream()` / `.Event()`
         return None
 
     def device_module_of(self, expr: cst.BaseExpression) -> str | None:
