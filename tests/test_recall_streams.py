@@ -186,19 +186,36 @@ def test_record_stream_of_a_stream_taken_in_the_callers_block_both_front_ends() 
         def __init__(self):
             self.stream = torch.cuda.Stream()
 
-        def _record(self, t, *, consumer):
+        def _record(self, host, *, consumer):
+            t = host.to("cuda", non_blocking=True)
             t.record_stream(consumer)
+            return t
 
-        def forward(self, t):
+        def forward(self, host):
             self.stream.wait_stream(torch.cuda.current_stream())
             ctx = torch.cuda.stream(self.stream)
             with ctx:
-                self._record(t, consumer=torch.cuda.current_stream())
+                t = self._record(host, consumer=torch.cuda.current_stream())
             torch.cuda.current_stream().wait_stream(self.stream)
             return t
     """
-    assert _found(source) == [(10, "OFL204")]
-    assert _found(source, front_end="libcst") == [(10, "OFL204")]
+    assert _found(source) == [(11, "OFL204")]
+    assert _found(source, front_end="libcst") == [(11, "OFL204")]
+
+
+def test_record_stream_of_a_tensor_made_before_the_block_is_the_right_call() -> None:
+    # a gradient (or any tensor) allocated on the compute stream, used on the side stream inside
+    # the block: recording the side stream there is what record_stream is for (DeepSpeed ZeRO-3)
+    source = """
+    import torch
+
+
+    def reduce(param, side):
+        with torch.cuda.stream(side):
+            param.grad.record_stream(torch.cuda.current_stream())
+            param.grad.mul_(0.5)
+    """
+    assert [f for f in _found(source) if f[1] == "OFL204"] == []
 
 
 # ------------------------------------------------------------------ OFL103 joins on every path

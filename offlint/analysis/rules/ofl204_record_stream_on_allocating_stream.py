@@ -5,9 +5,37 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from offlint.analysis.facts import current_stream_scope
-from offlint.analysis.model import ModuleModel
+from offlint.analysis.model import CallSite, ModuleModel, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import same_code
+
+
+def _made_in_the_block(site: CallSite, scope: StreamScope) -> bool:
+    """The recorded tensor (`t`, `t.data`) is assigned in this function before the record, under
+    the side-stream block (lexically, or because the whole function runs in a caller's block):
+    allocated on the side stream, so its consumer is another stream that the record misses."""
+    fn = site.function
+    lexical = any(s is scope for s in site.stream_scopes)
+    receiver = site.receiver
+    assert receiver is not None
+    for assign in fn.assignments:
+        if assign.order >= site.order:
+            continue
+        if not any(same_code(target, receiver) or same_code(target, _data_base(receiver)) for target in assign.targets):
+            continue
+        if not lexical or any(s is scope for s in assign.stream_scopes):
+            return True
+    return False
+
+
+def _data_base(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`t` for `t.data`."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return expr.value
+    return expr
 
 
 class RecordStreamOnAllocatingStream(Rule):
@@ -23,6 +51,10 @@ class RecordStreamOnAllocatingStream(Rule):
             arg = site.node.args[0].value
             scope = current_stream_scope(model, site.function, arg, site.order, site.stream_scopes)
             if scope is None:
+                continue
+            if not _made_in_the_block(site, scope):
+                # a tensor made before the block (a gradient, an argument) and used on the side
+                # stream in it: recording the side stream is the right call
                 continue
             yield Finding(
                 site.node,
