@@ -151,11 +151,15 @@ def names_cuda_device(expr: cst.BaseExpression | None, resolver: NameResolver) -
     dotted = dotted_name(expr)
     if dotted is not None:
         last = dotted.split(".")[-1]
-        return (
+        return last not in HOST_DEVICE_NAMES and (
             last in ("device", "dev", "gpu")
             or last.endswith(("_device", "_dev", "_gpu"))
         )
     return False
+
+
+# names the offloaders give the host side (diffusers' and accelerate's `offload_device`)
+HOST_DEVICE_NAMES = frozenset({"offload_device", "cpu_device", "host_device"})
 
 
 def names_cpu_device(expr: cst.BaseExpression | None) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from offlint.analysis.facts import receiver_kind
+from offlint.analysis.facts import names_host_device, receiver_kind
 from offlint.analysis.kinds import Kind, keyword
 from offlint.analysis.model import CallSite, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
@@ -28,6 +28,7 @@ class HostSyncInCapture(Rule):
         ".item(",
         ".tolist(",
         ".cpu(",
+        ".to(",
         ".numpy(",
         "nonzero(",
         "print(",
@@ -64,6 +65,16 @@ class HostSyncInCapture(Rule):
             if typed.kind is Kind.UNKNOWN and not _looks_like_tensor_expr(site.receiver):
                 return None
             return f".{site.method}()"
+        if site.method == "to" and site.receiver is not None and node.args:
+            # `.to("cpu")`, `.to(self.offload_device)` of a device tensor: a copy into pageable host
+            # memory the host waits for (PyTorch refuses it during capture)
+            target = keyword(node, "device") or (node.args[0].value if node.args[0].keyword is None else None)
+            if target is not None and names_host_device(model, target, site.function):
+                kind = receiver_kind(model, site).kind
+                if kind not in _HOST_SIDE and kind not in (Kind.STREAM, Kind.EVENT, Kind.GRAPH) and (
+                    kind is not Kind.UNKNOWN or _looks_like_tensor_expr(site.receiver)
+                ):
+                    return f".to({code_of(target, model)})"
         if site.method == "numpy" and receiver_kind(model, site).kind in _DEVICE_ONLY:
             return ".numpy()"
         if (
