@@ -1,4 +1,8 @@
-"""Questions several rules ask of the model (kept here so no rule answers them twice)."""
+"""Stream dataflow several rules ask about (kept here so no rule answers them twice): which
+stream an expression is (current, side, default), where each side stream is forked and joined,
+where each event is recorded, along every path and through helper calls. Capture bookkeeping
+lives in `capture_tags.py`, event construction in `events.py`, device placement in
+`placement.py`, reachability in `reachability.py`."""
 
 from __future__ import annotations
 
@@ -7,9 +11,10 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from offlint.analysis.capture_tags import capture_bookkeeping_tests
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.kinds import HOST_DEVICE_NAMES, Kind, Typed, self_attribute
+from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import (
     CallSite,
     FunctionInfo,
@@ -19,10 +24,8 @@ from offlint.analysis.model import (
 )
 from offlint.analysis.syntax import same_code, walk
 from offlint.analysis.torch_api import (
-    CAPTURE_TESTS,
     CURRENT_STREAM,
     DEVICE_SYNCS,
-    EVENT_CONSTRUCTORS,
 )
 
 
@@ -44,20 +47,6 @@ def is_event(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> 
 def is_stream(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
     typed = model.kind_of(expr, fn)
     return typed.kind is Kind.STREAM
-
-
-def mentions_capture_tag(expr: cst.BaseExpression) -> bool:
-    """A test that looks at capture bookkeeping (`self._captured_in`, `capture_id == ...`,
-    `self._ready_before_capture`): the author tracks where the event was recorded."""
-    for node in walk(expr):
-        name = dotted_name(node) if isinstance(node, cst.Name | cst.Attribute) else None
-        if name is not None and "captur" in name.lower():
-            return True
-    return False
-
-
-def guarded_by_capture_tag(site: CallSite) -> bool:
-    return any(mentions_capture_tag(test) for test, _ in site.guards)
 
 
 def storage_of(expr: cst.BaseExpression) -> str | None:
@@ -256,43 +245,7 @@ def called_function(model: ModuleModel, site: CallSite) -> FunctionInfo | None:
     return model._called_function(site.node, site.function)
 
 
-def mentions_capture_bookkeeping(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
-    """A test that reads *persistent* capture bookkeeping - a `self.`/module attribute whose name
-    mentions capture (`self._made_in_capture`, `self._capture_id`) - as opposed to a test of the
-    current capture state (`is_current_stream_capturing()`, a local `capturing` flag)."""
-    for node in walk(expr):
-        if isinstance(node, cst.Call) and model.qualname(node.func) in CAPTURE_TESTS:
-            continue
-        if not isinstance(node, cst.Attribute):
-            continue
-        q = model.qualname(node)
-        if q is not None and q.startswith("torch."):
-            continue
-        if "captur" in node.attr.value.lower():
-            return True
-    return False
-
-
-def capture_bookkeeping_tests(model: ModuleModel, fn: FunctionInfo) -> list[cst.BaseExpression]:
-    """Tests (`if`/`while`/ternary/`assert`) in a function that read persistent capture
-    bookkeeping (see `mentions_capture_bookkeeping`)."""
-    tests: list[cst.BaseExpression] = []
-    for node in walk(fn.node.body):
-        test: cst.BaseExpression | None = None
-        if isinstance(node, cst.If | cst.While | cst.IfExp | cst.Assert):
-            test = node.test
-        if test is not None and mentions_capture_bookkeeping(model, test, fn):
-            tests.append(test)
-    return tests
-
-
 # ---------------------------------------------------------------- OFL102-OFL107 helpers
-# Streams: which stream an expression names (its *key*, for "the same stream" questions) and its
-# *role* (the current/compute stream, the legacy default stream, or a side stream); forks (the
-# side stream is made to wait on the current one) and joins (the current stream waits on the
-# side stream's work), within one call and through the same-module functions it calls.
-
-
 class StreamRole(enum.Enum):
     CURRENT = "current"  # torch.cuda.current_stream(), or a name assigned only from it
     DEFAULT = "default"  # torch.cuda.default_stream()
@@ -762,39 +715,6 @@ def capture_aware_joins(model: ModuleModel) -> list[FunctionInfo]:
     return out
 
 
-def mentions_capture_tag_strict(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
-    """Capture bookkeeping in a test (`self._captured_in == capture_id`, `tag_captured`), not a
-    test of the current capture state: `is_current_stream_capturing()` and flags assigned from it
-    do not count (they decide the context instead)."""
-    if mentions_capture_bookkeeping(model, expr, fn):
-        return True
-    nodes = walk(expr)
-    attr_names = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
-    for node in nodes:
-        if id(node) in attr_names:
-            continue  # `.is_current_stream_capturing`, `self.x_captured`: attributes judged above
-        if isinstance(node, cst.Name) and "captur" in node.value.lower():
-            if model.is_capture_test(node, fn):
-                continue
-            q = model.qualname(node)
-            if q is not None and q.startswith("torch."):
-                continue
-            if fn.tests_capture and _is_predicate_call_name(model, node):
-                continue
-            return True
-    return False
-
-
-def _is_predicate_call_name(model: ModuleModel, node: cst.Name) -> bool:
-    target = model.module_functions.get(node.value)
-    return target is not None and target.is_capture_predicate
-
-
-def guarded_by_capture_bookkeeping(model: ModuleModel, site: CallSite) -> bool:
-    """A guard around the call consults capture bookkeeping (see `mentions_capture_tag_strict`)."""
-    return any(mentions_capture_tag_strict(model, test, site.function) for test, _ in site.guards)
-
-
 def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
     """`event.record()` (the same expression: `self.done`, `self.ready[i]`) runs earlier in the
     same call whenever `site` runs - not in a branch `site` is outside of - so a wait at `site`
@@ -949,157 +869,6 @@ def argument_for(site: CallSite, fn: FunctionInfo, name: str) -> cst.BaseExpress
 # ---------------------------------------------------------------- OFL101/OFL202: external events
 
 
-def is_external_event(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
-    """The event `expr` names is made with `external=True` wherever it is made
-    (`torch.cuda.Event(external=True)`, `torch.Event(..., external=True)`): stored in `self.X`,
-    a local (also of an enclosing function), a module global, or an element of a list built that
-    way (`[Event(external=True) for _ in ...]`, `.append(Event(external=True))`). Its record and
-    wait become graph nodes on the live event, so waiting on it in a capture after an eager
-    record, or across graphs, is legal (GROUND-TRUTH.md section 1). False when any binding is
-    something else (`stream.record_event()`, a parameter, an unknown call)."""
-    sources = _event_bindings(model, expr, fn)
-    return _externality(model, sources, fn, 0) is True
-
-
-def _externality(
-    model: ModuleModel, values: list[cst.BaseExpression], fn: FunctionInfo, depth: int
-) -> bool | None:
-    """True: every event among `values` is external (and there is one); False: some value is
-    not known to be an external event; None: nothing but `None`/empty containers."""
-    verdicts = [_external_value(model, value, fn, depth) for value in values]
-    if any(v is False for v in verdicts):
-        return False
-    return True if any(v is True for v in verdicts) else None
-
-
-def _external_value(model: ModuleModel, value: cst.BaseExpression, fn: FunctionInfo, depth: int) -> bool | None:
-    if isinstance(value, cst.Call):
-        if model.qualname(value.func) not in EVENT_CONSTRUCTORS:
-            return False
-        return any(
-            arg.keyword is not None
-            and arg.keyword.value == "external"
-            and isinstance(arg.value, cst.Name)
-            and arg.value.value == "True"
-            for arg in value.args
-        )
-    if isinstance(value, cst.Name):
-        if value.value == "None":
-            return None
-        if depth >= 3:
-            return False
-        return _externality(model, _event_bindings(model, value, fn), fn, depth + 1)
-    if isinstance(value, cst.List | cst.Tuple | cst.Set):
-        return _externality(model, [e.value for e in value.elements], fn, depth)
-    if isinstance(value, cst.ListComp | cst.SetComp | cst.GeneratorExp):
-        return _external_value(model, value.elt, fn, depth)
-    if isinstance(value, cst.DictComp):
-        return _external_value(model, value.value, fn, depth)
-    if isinstance(value, cst.Dict):
-        return _externality(model, [e.value for e in value.elements if isinstance(e, cst.DictElement)], fn, depth)
-    if isinstance(value, cst.IfExp):
-        return _externality(model, [value.body, value.orelse], fn, depth)
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
-        # `[Event(external=True)] * n`
-        sides = [s for s in (value.left, value.right) if not isinstance(s, cst.Integer | cst.Name | cst.Call)]
-        return _externality(model, sides, fn, depth) if sides else False
-    return False
-
-
-def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> list[cst.BaseExpression]:
-    """Every value stored where `expr` (an event, or a container of events subscripted) lives:
-    assignments to it or to its elements, and what `.append`/`.insert`/`.extend` add to it.
-    Empty when it cannot be told (a parameter, another object's attribute)."""
-    base = expr
-    while isinstance(base, cst.Subscript):
-        base = base.value
-    attr = self_attribute(base)
-    if attr is not None:
-        if fn.cls is None:
-            return []
-        scopes = [f for f in model.functions if f.cls is fn.cls]
-        return _stored_into(scopes, lambda t: self_attribute(t) == attr)
-    if not isinstance(base, cst.Name):
-        return []
-    name = base.value
-
-    def same_name(target: cst.BaseExpression) -> bool:
-        return isinstance(target, cst.Name) and target.value == name
-
-    scope: FunctionInfo | None = fn
-    while scope is not None:
-        if name in scope.global_names:
-            break
-        if is_parameter(scope, name):
-            return []  # handed in: made who knows how
-        found = _stored_into([scope], same_name)
-        if found:
-            return found
-        scope = scope.parent
-    return global_values(model, name)
-
-
-def _stored_into(
-    scopes: list[FunctionInfo], matches: Callable[[cst.BaseExpression], bool]
-) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
-    for scope in scopes:
-        for assign in scope.assignments:
-            if assign.value is None:
-                continue
-            for target in assign.targets:
-                inner = target
-                while isinstance(inner, cst.Subscript):
-                    inner = inner.value
-                if matches(inner):
-                    found.append(assign.value)
-                elif isinstance(target, cst.Tuple | cst.List) and any(
-                    matches(_unsubscripted(e.value)) for e in target.elements
-                ):
-                    values = assign.value
-                    if isinstance(values, cst.Tuple | cst.List) and len(values.elements) == len(target.elements):
-                        found.extend(
-                            v.value
-                            for t, v in zip(target.elements, values.elements, strict=True)
-                            if matches(_unsubscripted(t.value))
-                        )
-                    else:
-                        found.append(cst.Ellipsis())  # unpacked from something opaque: not known
-        for site in scope.calls:
-            if (
-                site.method in ("append", "insert", "extend", "add")
-                and site.receiver is not None
-                and site.node.args
-                and matches(_unsubscripted(site.receiver))
-            ):
-                found.append(site.node.args[-1].value)
-    return found
-
-
-def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Subscript):
-        expr = expr.value
-    return expr
-
-
-def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
-    """`ready`, `layer.done_event`, `events[i]` where the root name is a parameter of `fn` (or of
-    a function enclosing it), not `self`: the caller made or recorded it."""
-    root = expr
-    while isinstance(root, cst.Attribute | cst.Subscript):
-        root = root.value
-    if not isinstance(root, cst.Name) or root.value in ("self", "cls"):
-        return False
-    scope: FunctionInfo | None = fn
-    while scope is not None:
-        if is_parameter(scope, root.value):
-            return True
-        if any(isinstance(t, cst.Name) and t.value == root.value for a in scope.assignments for t in a.targets):
-            return False  # bound here first: a local of this call, not the caller's
-        scope = scope.parent
-    return False
-
-
 def held_only_when_forked(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
     """`self._pending` (or a local read from it) where every assignment of that attribute in the
     class stores None or a stream the assigning function forked just before
@@ -1164,39 +933,3 @@ def _is_name(node: cst.BaseExpression, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
-def names_host_device(model: ModuleModel, expr: cst.BaseExpression | None, fn: FunctionInfo) -> bool:
-    """`"cpu"`, `torch.device("cpu")`, or `self.offload_device` where the constructor stores a
-    CPU device there (directly, or from a parameter whose default is one: diffusers' and
-    accelerate's offload hooks)."""
-    if expr is None:
-        return False
-    if _cpu_literal(model, expr):
-        return True
-    dotted = dotted_name(expr) if isinstance(expr, cst.Name | cst.Attribute) else None
-    if dotted is not None and dotted.rsplit(".", 1)[-1] in HOST_DEVICE_NAMES:
-        return True  # the offloaders' own word for where weights rest: the host
-    attr = self_attribute(expr)
-    if attr is None or fn.cls is None:
-        return False
-    init = fn.cls.methods.get("__init__")
-    if init is None:
-        return False
-    values = [a.value for a in init.assignments if any(self_attribute(t) == attr for t in a.targets)]
-    if len(values) != 1 or values[0] is None:
-        return False
-    value = values[0]
-    if isinstance(value, cst.Name):
-        params = init.node.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            if param.name.value == value.value:
-                return param.default is not None and _cpu_literal(model, param.default)
-        return False
-    return _cpu_literal(model, value)
-
-
-def _cpu_literal(model: ModuleModel, expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value == "cpu"
-    if isinstance(expr, cst.Call) and expr.args and model.qualname(expr.func) == "torch.device":
-        return _cpu_literal(model, expr.args[0].value)
-    return False

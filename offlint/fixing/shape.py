@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from offlint.analysis.facts import guarded_by_capture_tag
+from offlint.analysis.capture_tags import guarded_by_capture_tag
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, ClassInfo, Context, FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping
+from offlint.analysis.events import handed_in_by_caller, is_external_event
 from offlint.analysis.facts import (
-    guarded_by_capture_bookkeeping,
-    handed_in_by_caller,
     is_event,
-    is_external_event,
     local_name,
     recorded_earlier_in_call,
     recorded_in_enclosing_call,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping
 from offlint.analysis.facts import (
     StreamRole,
     forked_before,
     forked_by_sibling,
-    guarded_by_capture_bookkeeping,
     held_only_when_forked,
     stream_key,
     stream_role,

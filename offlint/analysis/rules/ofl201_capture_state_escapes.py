@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from offlint.analysis.facts import called_function, capture_bookkeeping_tests
+from offlint.analysis.capture_tags import capture_bookkeeping_tests
+from offlint.analysis.facts import called_function
 from offlint.analysis.kinds import Kind, self_attribute
 from offlint.analysis.model import Assignment, ClassInfo, Context, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule

@@ -8,13 +8,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from offlint.analysis.facts import (
-    capture_bookkeeping_tests,
-    is_event,
-    is_external_event,
-    is_parameter,
-    storage_of,
-)
+from offlint.analysis.capture_tags import capture_bookkeeping_tests
+from offlint.analysis.events import is_external_event
+from offlint.analysis.facts import is_event, is_parameter, storage_of
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, Context, FunctionInfo, ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of

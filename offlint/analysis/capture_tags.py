@@ -1,0 +1,96 @@
+"""Capture bookkeeping an author keeps by hand: tests of flags and attributes that say where an
+event was recorded or whether a capture is under way (`self._made_in_capture`, `capture_id`),
+as opposed to the capture test itself (`is_current_stream_capturing()`, which sets contexts)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from offlint.analysis.imports import dotted_name
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.syntax import walk
+from offlint.analysis.torch_api import CAPTURE_TESTS
+
+
+def mentions_capture_tag(expr: cst.BaseExpression) -> bool:
+    """A test that looks at capture bookkeeping (`self._captured_in`, `capture_id == ...`,
+    `self._ready_before_capture`): the author tracks where the event was recorded."""
+    for node in walk(expr):
+        name = dotted_name(node) if isinstance(node, cst.Name | cst.Attribute) else None
+        if name is not None and "captur" in name.lower():
+            return True
+    return False
+
+
+def guarded_by_capture_tag(site: CallSite) -> bool:
+    return any(mentions_capture_tag(test) for test, _ in site.guards)
+
+
+def mentions_capture_bookkeeping(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """A test that reads *persistent* capture bookkeeping - a `self.`/module attribute whose name
+    mentions capture (`self._made_in_capture`, `self._capture_id`) - as opposed to a test of the
+    current capture state (`is_current_stream_capturing()`, a local `capturing` flag)."""
+    for node in walk(expr):
+        if isinstance(node, cst.Call) and model.qualname(node.func) in CAPTURE_TESTS:
+            continue
+        if not isinstance(node, cst.Attribute):
+            continue
+        q = model.qualname(node)
+        if q is not None and q.startswith("torch."):
+            continue
+        if "captur" in node.attr.value.lower():
+            return True
+    return False
+
+
+def capture_bookkeeping_tests(model: ModuleModel, fn: FunctionInfo) -> list[cst.BaseExpression]:
+    """Tests (`if`/`while`/ternary/`assert`) in a function that read persistent capture
+    bookkeeping (see `mentions_capture_bookkeeping`)."""
+    tests: list[cst.BaseExpression] = []
+    for node in walk(fn.node.body):
+        test: cst.BaseExpression | None = None
+        if isinstance(node, cst.If | cst.While | cst.IfExp | cst.Assert):
+            test = node.test
+        if test is not None and mentions_capture_bookkeeping(model, test, fn):
+            tests.append(test)
+    return tests
+
+
+# ---------------------------------------------------------------- OFL102-OFL107 helpers
+# Streams: which stream an expression names (its *key*, for "the same stream" questions) and its
+# *role* (the current/compute stream, the legacy default stream, or a side stream); forks (the
+# side stream is made to wait on the current one) and joins (the current stream waits on the
+# side stream's work), within one call and through the same-module functions it calls.
+
+
+def mentions_capture_tag_strict(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """Capture bookkeeping in a test (`self._captured_in == capture_id`, `tag_captured`), not a
+    test of the current capture state: `is_current_stream_capturing()` and flags assigned from it
+    do not count (they decide the context instead)."""
+    if mentions_capture_bookkeeping(model, expr, fn):
+        return True
+    nodes = walk(expr)
+    attr_names = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    for node in nodes:
+        if id(node) in attr_names:
+            continue  # `.is_current_stream_capturing`, `self.x_captured`: attributes judged above
+        if isinstance(node, cst.Name) and "captur" in node.value.lower():
+            if model.is_capture_test(node, fn):
+                continue
+            q = model.qualname(node)
+            if q is not None and q.startswith("torch."):
+                continue
+            if fn.tests_capture and _is_predicate_call_name(model, node):
+                continue
+            return True
+    return False
+
+
+def _is_predicate_call_name(model: ModuleModel, node: cst.Name) -> bool:
+    target = model.module_functions.get(node.value)
+    return target is not None and target.is_capture_predicate
+
+
+def guarded_by_capture_bookkeeping(model: ModuleModel, site: CallSite) -> bool:
+    """A guard around the call consults capture bookkeeping (see `mentions_capture_tag_strict`)."""
+    return any(mentions_capture_tag_strict(model, test, site.function) for test, _ in site.guards)

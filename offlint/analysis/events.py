@@ -1,0 +1,164 @@
+"""Facts about CUDA events: how one was made (`external=True` events are legal across captures)
+and whether the caller hands it in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from offlint.analysis.facts import global_values, is_parameter
+from offlint.analysis.kinds import self_attribute
+from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
+
+
+def is_external_event(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """The event `expr` names is made with `external=True` wherever it is made
+    (`torch.cuda.Event(external=True)`, `torch.Event(..., external=True)`): stored in `self.X`,
+    a local (also of an enclosing function), a module global, or an element of a list built that
+    way (`[Event(external=True) for _ in ...]`, `.append(Event(external=True))`). Its record and
+    wait become graph nodes on the live event, so waiting on it in a capture after an eager
+    record, or across graphs, is legal (GROUND-TRUTH.md section 1). False when any binding is
+    something else (`stream.record_event()`, a parameter, an unknown call)."""
+    sources = _event_bindings(model, expr, fn)
+    return _externality(model, sources, fn, 0) is True
+
+
+def _externality(
+    model: ModuleModel, values: list[cst.BaseExpression], fn: FunctionInfo, depth: int
+) -> bool | None:
+    """True: every event among `values` is external (and there is one); False: some value is
+    not known to be an external event; None: nothing but `None`/empty containers."""
+    verdicts = [_external_value(model, value, fn, depth) for value in values]
+    if any(v is False for v in verdicts):
+        return False
+    return True if any(v is True for v in verdicts) else None
+
+
+def _external_value(model: ModuleModel, value: cst.BaseExpression, fn: FunctionInfo, depth: int) -> bool | None:
+    if isinstance(value, cst.Call):
+        if model.qualname(value.func) not in EVENT_CONSTRUCTORS:
+            return False
+        return any(
+            arg.keyword is not None
+            and arg.keyword.value == "external"
+            and isinstance(arg.value, cst.Name)
+            and arg.value.value == "True"
+            for arg in value.args
+        )
+    if isinstance(value, cst.Name):
+        if value.value == "None":
+            return None
+        if depth >= 3:
+            return False
+        return _externality(model, _event_bindings(model, value, fn), fn, depth + 1)
+    if isinstance(value, cst.List | cst.Tuple | cst.Set):
+        return _externality(model, [e.value for e in value.elements], fn, depth)
+    if isinstance(value, cst.ListComp | cst.SetComp | cst.GeneratorExp):
+        return _external_value(model, value.elt, fn, depth)
+    if isinstance(value, cst.DictComp):
+        return _external_value(model, value.value, fn, depth)
+    if isinstance(value, cst.Dict):
+        return _externality(model, [e.value for e in value.elements if isinstance(e, cst.DictElement)], fn, depth)
+    if isinstance(value, cst.IfExp):
+        return _externality(model, [value.body, value.orelse], fn, depth)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        # `[Event(external=True)] * n`
+        sides = [s for s in (value.left, value.right) if not isinstance(s, cst.Integer | cst.Name | cst.Call)]
+        return _externality(model, sides, fn, depth) if sides else False
+    return False
+
+
+def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> list[cst.BaseExpression]:
+    """Every value stored where `expr` (an event, or a container of events subscripted) lives:
+    assignments to it or to its elements, and what `.append`/`.insert`/`.extend` add to it.
+    Empty when it cannot be told (a parameter, another object's attribute)."""
+    base = expr
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    attr = self_attribute(base)
+    if attr is not None:
+        if fn.cls is None:
+            return []
+        scopes = [f for f in model.functions if f.cls is fn.cls]
+        return _stored_into(scopes, lambda t: self_attribute(t) == attr)
+    if not isinstance(base, cst.Name):
+        return []
+    name = base.value
+
+    def same_name(target: cst.BaseExpression) -> bool:
+        return isinstance(target, cst.Name) and target.value == name
+
+    scope: FunctionInfo | None = fn
+    while scope is not None:
+        if name in scope.global_names:
+            break
+        if is_parameter(scope, name):
+            return []  # handed in: made who knows how
+        found = _stored_into([scope], same_name)
+        if found:
+            return found
+        scope = scope.parent
+    return global_values(model, name)
+
+
+def _stored_into(
+    scopes: list[FunctionInfo], matches: Callable[[cst.BaseExpression], bool]
+) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+    for scope in scopes:
+        for assign in scope.assignments:
+            if assign.value is None:
+                continue
+            for target in assign.targets:
+                inner = target
+                while isinstance(inner, cst.Subscript):
+                    inner = inner.value
+                if matches(inner):
+                    found.append(assign.value)
+                elif isinstance(target, cst.Tuple | cst.List) and any(
+                    matches(_unsubscripted(e.value)) for e in target.elements
+                ):
+                    values = assign.value
+                    if isinstance(values, cst.Tuple | cst.List) and len(values.elements) == len(target.elements):
+                        found.extend(
+                            v.value
+                            for t, v in zip(target.elements, values.elements, strict=True)
+                            if matches(_unsubscripted(t.value))
+                        )
+                    else:
+                        found.append(cst.Ellipsis())  # unpacked from something opaque: not known
+        for site in scope.calls:
+            if (
+                site.method in ("append", "insert", "extend", "add")
+                and site.receiver is not None
+                and site.node.args
+                and matches(_unsubscripted(site.receiver))
+            ):
+                found.append(site.node.args[-1].value)
+    return found
+
+
+def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return expr
+
+
+def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """`ready`, `layer.done_event`, `events[i]` where the root name is a parameter of `fn` (or of
+    a function enclosing it), not `self`: the caller made or recorded it."""
+    root = expr
+    while isinstance(root, cst.Attribute | cst.Subscript):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value in ("self", "cls"):
+        return False
+    scope: FunctionInfo | None = fn
+    while scope is not None:
+        if is_parameter(scope, root.value):
+            return True
+        if any(isinstance(t, cst.Name) and t.value == root.value for a in scope.assignments for t in a.targets):
+            return False  # bound here first: a local of this call, not the caller's
+        scope = scope.parent
+    return False
