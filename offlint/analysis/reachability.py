@@ -5,19 +5,22 @@ path gives it:
 
 - high: called (transitively) from a capture region (`torch.cuda.graph(...)`, segmented
   `BreakableCUDAGraphCapture(...)`, `capture_begin()`…`capture_end()`,
-  `make_graphed_callables(...)`), code that branches on the capture state, functions named by
-  configuration, and functions another module of the checked tree reaches that way (`Seed`s from
-  the project call graph, `callgraph.py`);
+  `make_graphed_callables(...)`), code that branches on the capture state to do capture work,
+  functions named by configuration, and functions another module of the checked tree reaches
+  that way (`Seed`s from the project call graph, `callgraph.py`);
 - medium: the forward path of offloader-style code whose capture lives outside the tree:
-  `forward`/`__call__` of classes that hold streams or events or order streams, `forward` of the
-  nn.Modules of such a module, hooks and wrapped forwards installed there, functions marked as
-  eager breaks of a segmented capture, and what all of those call;
+  `forward` of nn.Module-like classes that hold streams or events or order streams (never a
+  driver: `*Runner`, `*Scheduler`, ...), hooks and wrapped forwards such code installs, the
+  callables it hands to them, model-hook protocols (`pre_forward`/`post_forward` of `*Hook`
+  classes), eager breaks of a segmented capture, and what all of those call;
 - low: any other method of an offloader-style class (schedulers, allocators, timers and loaders
   hold streams too: their methods are reported only on request).
 
-Constructors and teardown are never reachable, and neither is what only they (or only
-unreachable code) call. Reachability flows along same-module calls made where capture is
-possible: a call under an `if not capturing:` guard carries nothing.
+Never reachable: constructors and teardown, what only they (or only unreachable code) call, and
+capture drivers (a function holding a capture region runs around it). Reachability flows along
+same-module calls made where capture is possible: a call under an `if not capturing:` guard, or
+only when CUDA graphs are configured off, carries nothing. What an eager break calls runs between
+segments too (`eager_break`: host syncs are legal there, unjoined forks are not).
 """
 
 from __future__ import annotations
