@@ -244,11 +244,10 @@ def test_mechanical_fixes_keep_formatting(fmt: Formatting) -> None:
         "import torch",
         "",
         "def upload(side):",
-        f'{pad}dev = torch.empty(4, 4, device="cuda")',
         f"{pad}host = torch.empty(4, 4)  # tail",
         f"{pad}# the copy",
         f"{pad}with torch.cuda.stream(side):",
-        f"{pad}{pad}dev.copy_(host, non_blocking=True)",
+        f'{pad}{pad}dev = host.to("cuda", non_blocking=True)',
         f"{pad}{pad}dev.record_stream(torch.cuda.current_stream())",
         f"{pad}return dev",
     ]

@@ -113,6 +113,12 @@ def result_problem(data: bytes, path: str, *, must_compile: bool = True) -> str 
     return None
 
 
+def _check_settings(settings: FixSettings) -> FileSettings:
+    return FileSettings(
+        select=settings.select, capture_reachable=settings.capture_reachable, min_confidence=settings.min_confidence
+    )
+
+
 def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     """Fix one file's bytes. Never raises: failures become FileErrors on the result."""
     result = FileFix(path=path, original=data, fixed=data)
@@ -125,7 +131,19 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     if problem is not None:
         result.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
         return result
-    fixers = [f for f in FIXERS if f.selected(settings.select)]
+    # a fix acts on what `check` shows at the same confidence floor, never on more
+    checked = check_source(data, path, _check_settings(settings), confirm_fixes=False)
+    if checked.errors:
+        result.errors.extend(checked.errors)
+        return result
+    shown = {d.code for d in checked.diagnostics if d.confidence.at_least(settings.min_confidence)}
+    fixers = [f for f in FIXERS if f.selected(settings.select) and any(rule in shown for rule in f.rules)]
+    if not fixers:
+        try:  # nothing to fix; a file `fix` cannot read losslessly is still reported
+            cst.parse_module(data)
+        except Exception as exc:
+            result.errors.append(parse_error(path, exc))
+        return result
     dropped: set[str] = set()
     original_compiles: bool | None = None  # asked only when a fixer produced something
     current = data
@@ -196,9 +214,7 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     report = check_source(
         current,
         path,
-        FileSettings(
-            select=settings.select, capture_reachable=settings.capture_reachable, min_confidence=settings.min_confidence
-        ),
+        _check_settings(settings),
         confirm_fixes=False,
     )
     result.remaining = [d for d in report.diagnostics if d.fixable and d.confidence.at_least(settings.min_confidence)]

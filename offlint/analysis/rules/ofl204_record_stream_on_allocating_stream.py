@@ -11,6 +11,7 @@ from offlint.analysis.facts import current_stream_scope
 from offlint.analysis.model import CallSite, ModuleModel, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import same_code
+from offlint.diagnostics import Confidence
 
 
 def _made_in_the_block(site: CallSite, scope: StreamScope) -> bool:
@@ -62,4 +63,6 @@ class RecordStreamOnAllocatingStream(Rule):
                     "tensor": code_of(site.receiver, model),
                     "stream": code_of(scope.stream, model),
                 },
+                # a no-op record is wrong however the code is reached, captured or not
+                confidence=Confidence.HIGH,
             )
