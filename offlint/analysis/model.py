@@ -784,32 +784,28 @@ def _tests_cuda_tensor(expr: cst.BaseExpression) -> bool:
     """`t.is_cuda`, `t.device.type == "cuda"`: a test that a tensor lives on the GPU."""
     if isinstance(expr, cst.Attribute):
         return expr.attr.value == "is_cuda"
-    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        comp = expr.comparisons[0]
-        sides = (expr.left, comp.comparator)
-        names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
-        return (
-            isinstance(comp.operator, cst.Equal)
-            and any(isinstance(side, cst.SimpleString) and side.evaluated_value == "cuda" for side in sides)
-            and any(name.endswith(".device.type") for name in names)
-        )
-    return False
+    return _tests_device_type(expr, "cuda")
 
 
 def _tests_cpu_tensor(expr: cst.BaseExpression) -> bool:
     """`t.device.type == "cpu"`, `not t.is_cuda`: a test that a tensor lives on the host."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         return isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
-    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        comp = expr.comparisons[0]
-        sides = (expr.left, comp.comparator)
-        names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
-        return (
-            isinstance(comp.operator, cst.Equal)
-            and any(isinstance(side, cst.SimpleString) and side.evaluated_value == "cpu" for side in sides)
-            and any(name.endswith(".device.type") for name in names)
-        )
-    return False
+    return _tests_device_type(expr, "cpu")
+
+
+def _tests_device_type(expr: cst.BaseExpression, device_type: str) -> bool:
+    """`t.device.type == "<device_type>"` (either side)."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    comp = expr.comparisons[0]
+    sides = (expr.left, comp.comparator)
+    names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
+    return (
+        isinstance(comp.operator, cst.Equal)
+        and any(isinstance(side, cst.SimpleString) and side.evaluated_value == device_type for side in sides)
+        and any(name.endswith(".device.type") for name in names)
+    )
 
 
 def _cpu_tensor_flag(expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
