@@ -176,7 +176,8 @@ def test_two_concurrent_fix_runs(tmp_path: Path) -> None:
         ]
         outputs = [p.communicate(timeout=300) for p in procs]
         for proc, (out, err) in zip(procs, outputs, strict=True):
-            assert proc.returncode in (0, 2), err.decode()[-2000:]
+            # 1: hazards that no fix removes are left (the zoo holds some), and say so
+            assert proc.returncode in (0, 1, 2), err.decode()[-2000:]
             text = (out + err).decode()
             assert "Traceback" not in text
             for line in text.splitlines():  # the only acceptable error: the other run won

@@ -86,6 +86,7 @@ class FileFix:
     notes: list[str] = field(default_factory=list)
     strategies: list[str] = field(default_factory=list)
     remaining: list[Diagnostic] = field(default_factory=list)  # fixable findings left after fixing
+    left: list[Diagnostic] = field(default_factory=list)  # every finding left (at the floor)
 
     @property
     def changed(self) -> bool:
@@ -143,6 +144,7 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
             cst.parse_module(data)
         except Exception as exc:
             result.errors.append(parse_error(path, exc))
+        result.left = [d for d in checked.diagnostics if d.confidence.at_least(settings.min_confidence)]
         return result
     dropped: set[str] = set()
     original_compiles: bool | None = None  # asked only when a fixer produced something
@@ -217,5 +219,6 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         _check_settings(settings),
         confirm_fixes=False,
     )
-    result.remaining = [d for d in report.diagnostics if d.fixable and d.confidence.at_least(settings.min_confidence)]
+    result.left = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
+    result.remaining = [d for d in result.left if d.fixable]
     return result

@@ -51,6 +51,16 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     help="Fix the findings `check` shows at this floor (default: medium; config min-confidence).",
 )
 @click.option(
+    "--exit-zero",
+    is_flag=True,
+    help="With --apply: exit 0 even when hazards remain after fixing (by default they fail the run).",
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="With --apply: exit 1 when anything was fixed, even if no hazard remains.",
+)
+@click.option(
     "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option(
@@ -72,6 +82,8 @@ def fix_command(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     min_confidence: str | None,
+    exit_zero: bool,
+    exit_non_zero_on_fix: bool,
     output_format: str,
     config_file: Path | None,
     color: bool | None,
@@ -89,6 +101,8 @@ def fix_command(
             config_file=config_file,
             color=sys.stdout.isatty() if color is None else color,
             min_confidence=min_confidence,
+            exit_zero=exit_zero,
+            exit_non_zero_on_fix=exit_non_zero_on_fix,
         )
     )
 
@@ -105,6 +119,8 @@ def run_fix(
     config_file: Path | None,
     color: bool,
     min_confidence: str | None = None,
+    exit_zero: bool = False,
+    exit_non_zero_on_fix: bool = False,
 ) -> int:
     from offlint.analysis.run import read_file
     from offlint.catalogue import CatalogueError, load_catalogue
@@ -181,6 +197,10 @@ def run_fix(
                         {"code": d.code, "line": d.location.line, "message": d.message}
                         for d in r.remaining
                     ],
+                    "left": [
+                        {"code": d.code, "line": d.location.line, "confidence": d.confidence.value}
+                        for d in r.left
+                    ],
                     "errors": [
                         {"kind": e.kind.value, "message": e.message, "line": e.line}
                         for e in r.errors
@@ -192,7 +212,7 @@ def run_fix(
                     ),
                 }
                 for r in results
-                if r.changed or r.errors or r.notes or r.remaining
+                if r.changed or r.errors or r.notes or r.remaining or r.left
             ],
             "errors": [
                 {"path": e.path, "kind": e.kind.value, "message": e.message} for e in run_errors
@@ -212,7 +232,12 @@ def run_fix(
         _text_summary(results, run_errors, written, apply)
     if errors:
         return EXIT_ERROR
-    if not apply and changed:
+    if not apply:
+        return EXIT_CHANGES if changed else EXIT_CLEAN
+    # after --apply, as `ruff check --fix`: a hazard left fails the run (the CI line)
+    if any(r.left for r in results) and not exit_zero:
+        return EXIT_CHANGES
+    if exit_non_zero_on_fix and written:
         return EXIT_CHANGES
     return EXIT_CLEAN
 
@@ -236,6 +261,9 @@ def _text_summary(
     edits = sum(len(r.edits) for r in changed)
     if apply:
         click.echo(f"Fixed {len(written)} file(s) ({edits} edit(s)).", err=True)
+        left = sum(len(r.left) for r in results)
+        if left:
+            click.echo(f"{left} hazard(s) left after fixing (`offlint check` lists them).", err=True)
     elif changed:
         click.echo(
             f"Would fix {len(changed)} file(s) ({edits} edit(s)); run with --apply to write.",
