@@ -221,45 +221,32 @@ def test_record_stream_of_a_tensor_made_before_the_block_is_the_right_call() -> 
 # ------------------------------------------------------------------ OFL103 joins on every path
 
 
+JOIN_UNDER_A_TEST = """
+import torch
+
+
+class Overlap(torch.nn.Module):
+    def __init__(self):
+        self.side = torch.cuda.Stream()
+
+    def forward(self, x, f):
+        cur = torch.cuda.current_stream()
+        self.side.wait_stream(cur)
+        with torch.cuda.stream(self.side):
+            y = f(x)
+        if {test}:
+            cur.wait_stream(self.side)
+        return y
+"""
+
+
 def test_a_join_under_a_capture_test_holds_on_every_capturing_path() -> None:
-    source = """
-    import torch
-
-
-    class Overlap(torch.nn.Module):
-        def __init__(self):
-            self.side = torch.cuda.Stream()
-
-        def forward(self, x, f):
-            cur = torch.cuda.current_stream()
-            self.side.wait_stream(cur)
-            with torch.cuda.stream(self.side):
-                y = f(x)
-            if torch.cuda.is_current_stream_capturing():
-                cur.wait_stream(self.side)
-            return y
-    """
+    source = JOIN_UNDER_A_TEST.format(test="torch.cuda.is_current_stream_capturing()")
     assert not [code for _, code in _found(source) if code == "OFL103"]
 
 
 def test_a_join_only_when_not_capturing_leaves_the_captured_fork_open() -> None:
-    source = """
-    import torch
-
-
-    class Overlap(torch.nn.Module):
-        def __init__(self):
-            self.side = torch.cuda.Stream()
-
-        def forward(self, x, f):
-            cur = torch.cuda.current_stream()
-            self.side.wait_stream(cur)
-            with torch.cuda.stream(self.side):
-                y = f(x)
-            if not torch.cuda.is_current_stream_capturing():
-                cur.wait_stream(self.side)
-            return y
-    """
+    source = JOIN_UNDER_A_TEST.format(test="not torch.cuda.is_current_stream_capturing()")
     assert (11, "OFL103") in _found(source)
 
 

@@ -22,7 +22,7 @@ from offlint.analysis.model import (
     StreamScope,
     module_level_assigns,
 )
-from offlint.analysis.syntax import same_code, walk
+from offlint.analysis.syntax import call_argument, parameter_names, same_code, walk
 from offlint.analysis.torch_api import (
     CURRENT_STREAM,
     DEVICE_SYNCS,
@@ -232,9 +232,7 @@ def _is_within(fn: FunctionInfo | None, outer: FunctionInfo) -> bool:
 
 
 def is_parameter(fn: FunctionInfo, name: str) -> bool:
-    params = fn.node.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return any(p.name.value == name for p in every)
+    return name in parameter_names(fn.node.params)
 
 
 # ---------------------------------------------------------------- OFL2xx/OFL301 helpers
@@ -810,7 +808,7 @@ def current_stream_scope(
         return current_stream_scope(model, fn, binding.value, binding.order, binding.stream_scopes, _depth + 1)
     if not is_parameter(fn, name):
         return None
-    for site in callers_of(model, fn):
+    for site in model.callers_of(fn):
         arg = argument_for(site, fn, name)
         if arg is not None:
             found = current_stream_scope(model, site.function, arg, site.order, site.stream_scopes, _depth + 1)
@@ -826,7 +824,7 @@ def entry_side_scope(model: ModuleModel, fn: FunctionInfo, _seen: set[int] | Non
     if id(fn) in seen or len(seen) > 16:
         return None
     seen.add(id(fn))
-    for site in callers_of(model, fn):
+    for site in model.callers_of(fn):
         if site.stream_scopes:
             found = innermost_side_scope(model, site.stream_scopes)
         else:
@@ -836,34 +834,11 @@ def entry_side_scope(model: ModuleModel, fn: FunctionInfo, _seen: set[int] | Non
     return None
 
 
-def callers_of(model: ModuleModel, fn: FunctionInfo) -> list[CallSite]:
-    """The same-module call sites that call `fn` (`f(...)`, `self.m(...)`)."""
-    return [
-        site
-        for caller in model.functions
-        if caller is not fn
-        for site in caller.calls
-        if model._called_function(site.node, caller) is fn
-    ]
-
-
 def argument_for(site: CallSite, fn: FunctionInfo, name: str) -> cst.BaseExpression | None:
-    """The expression a call passes for `fn`'s parameter `name` (positionally or by keyword;
-    `self` is bound by `self.m(...)`); None when it passes none (a default, `*args`)."""
-    for arg in site.node.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    params = fn.node.params
-    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-    if fn.cls is not None and fn.parent is None and isinstance(site.node.func, cst.Attribute) and positional:
-        positional = positional[1:]  # bound method: `self` is the receiver
-    if name not in positional:
-        return None
-    index = positional.index(name)
-    passed = [arg for arg in site.node.args if arg.keyword is None]
-    if any(arg.star for arg in passed[: index + 1]):
-        return None
-    return passed[index].value if index < len(passed) else None
+    """The expression a call site passes for `fn`'s parameter `name` (`self` is bound by
+    `self.m(...)`); None when it passes none (a default, `*args`)."""
+    bound = fn.cls is not None and fn.parent is None and isinstance(site.node.func, cst.Attribute)
+    return call_argument(site.node, fn.node.params, name, bound)
 
 
 # ---------------------------------------------------------------- OFL101/OFL202: external events

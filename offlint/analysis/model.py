@@ -187,6 +187,7 @@ class ModuleModel:
         self.module_functions: dict[str, FunctionInfo] = {}
         self.graph_region_calls: list[CallSite] = []
         self.function_index: dict[int, FunctionInfo] | None = None  # reachability.function_of
+        self._callers: dict[int, list[CallSite]] | None = None  # callers_of
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
         self._collect_device_modules()
@@ -218,6 +219,7 @@ class ModuleModel:
         self.module_functions = {}
         self.graph_region_calls = []
         self.function_index = None
+        self._callers = None
         self._lookups = {}
 
     # ------------------------------------------------------------------ queries
@@ -373,6 +375,16 @@ class ModuleModel:
         if isinstance(expr, cst.Call) and self.qualname(expr.func) in CAPTURE_IMPLIES:
             return True
         return _tests_cuda_tensor(expr)
+
+    def callers_of(self, fn: FunctionInfo) -> list[CallSite]:
+        """The same-module call sites that call `fn` (`f(...)`, `self.m(...)`); indexed once."""
+        if self._callers is None:
+            self._callers = {}
+            for site in self.all_calls():
+                target = self._called_function(site.node, site.function)
+                if target is not None and target is not site.function:
+                    self._callers.setdefault(id(target), []).append(site)
+        return self._callers.get(id(fn), [])
 
     def _called_function(self, call: cst.Call, fn: FunctionInfo | None) -> FunctionInfo | None:
         """The same-module function a call reaches: `f()` or `self.m()`."""

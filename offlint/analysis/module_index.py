@@ -10,7 +10,7 @@ import libcst as cst
 
 from offlint.analysis.callgraph import IndexEntry, ModuleIndex
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.reachability import HOOK_REASON
+from offlint.analysis.reachability import HOOK_REASON, reach_root
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:
@@ -44,10 +44,7 @@ def module_index(model: ModuleModel) -> ModuleIndex:
 
 def _root_reason(fn: FunctionInfo) -> str:
     """Why reachability starts where `fn`'s chain of callers starts."""
-    root, seen = fn, {id(fn)}
-    while root.reachable_via is not None and id(root.reachable_via) not in seen:
-        root = root.reachable_via
-        seen.add(id(root))
+    root = reach_root(fn)
     if root is fn:
         return fn.reachable_reason
     return f"called from {root.qualname} ({root.reachable_reason})"

@@ -34,7 +34,7 @@ import libcst as cst
 from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.syntax import child_nodes, walk
+from offlint.analysis.syntax import call_argument, child_nodes, parameter_names, walk
 from offlint.analysis.torch_api import EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES, HOOK_REGISTRARS
 from offlint.diagnostics import Confidence
 
@@ -57,7 +57,6 @@ class _Marker:
         self.model = model
         self.queue: list[FunctionInfo] = []
         self.methods_by_name: dict[str, list[FunctionInfo]] | None = None
-        self.callers: dict[int, list[CallSite]] | None = None
         self.decorated_breaks: set[int] = set()
 
     def mark(
@@ -117,7 +116,7 @@ class _Marker:
         for call in model.all_calls():
             if call.callee in GRAPHED_CALLABLES:
                 for arg in call.node.args[:1]:
-                    graphed = _function_named(model, arg.value, call.function)
+                    graphed = model._function_named(arg.value, call.function)
                     if graphed is not None:
                         self.mark(graphed, HIGH, "graphed by make_graphed_callables", entry=Context.CAPTURING)
             if offloader_module:
@@ -186,14 +185,14 @@ class _Marker:
         if not isinstance(func, cst.Name):
             return []
         owner: FunctionInfo | None = call.function
-        while owner is not None and func.value not in _parameter_names(owner):
+        while owner is not None and func.value not in parameter_names(owner.node.params):
             owner = owner.parent
         if owner is None:
             return []
-        position = _parameter_names(owner).index(func.value)
         found: list[FunctionInfo] = []
-        for site in self._callers(owner):
-            arg = _argument(site.node, func.value, position - (1 if owner.is_method else 0))
+        for site in self.model.callers_of(owner):
+            bound = owner.is_method and isinstance(site.node.func, cst.Attribute)
+            arg = call_argument(site.node, owner.node.params, func.value, bound)
             if arg is None:
                 continue
             if isinstance(arg, cst.Lambda):
@@ -207,15 +206,6 @@ class _Marker:
             if passed is not None:
                 found.append(passed)
         return found
-
-    def _callers(self, fn: FunctionInfo) -> list[CallSite]:
-        if self.callers is None:
-            self.callers = {}
-            for site in self.model.all_calls():
-                target = self.model._called_function(site.node, site.function)
-                if target is not None:
-                    self.callers.setdefault(id(target), []).append(site)
-        return self.callers.get(id(fn), [])
 
     def _only_method_named(self, node: cst.Call) -> FunctionInfo | None:
         if not isinstance(node.func, cst.Attribute):
@@ -242,7 +232,7 @@ class _Marker:
         """`m.register_forward_pre_hook(fn)`: fn runs inside every forward of m."""
         if call.method not in HOOK_REGISTRARS or not call.node.args or only_without_graphs(call):
             return
-        target = _function_named(self.model, call.node.args[0].value, call.function)
+        target = self.model._function_named(call.node.args[0].value, call.function)
         if target is not None:
             self.mark(target, confidence, f"installed as a hook by {call.function.qualname}")
 
@@ -254,7 +244,7 @@ class _Marker:
             return
         for target_expr in targets:
             if isinstance(target_expr, cst.Attribute) and target_expr.attr.value == "forward":
-                target = _function_named(self.model, value, fn)
+                target = self.model._function_named(value, fn)
                 if target is not None:
                     self.mark(target, confidence, f"installed as a wrapped forward by {fn.qualname}")
 
@@ -290,25 +280,6 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return [*_conjuncts(test.left), *_conjuncts(test.right)]
     return [test]
-
-
-def _parameter_names(fn: FunctionInfo) -> list[str]:
-    params = fn.node.params
-    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-
-
-def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
-    """The expression a call passes for parameter `name` (by keyword, else at `position`)."""
-    positional = 0
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value == name:
-                return arg.value
-        elif not arg.star:
-            if positional == position:
-                return arg.value
-            positional += 1
-    return None
 
 
 def _does_capture_work(fn: FunctionInfo) -> bool:
@@ -411,10 +382,6 @@ def _wrapped_as_eager_breaks(model: ModuleModel) -> list[FunctionInfo]:
     return found
 
 
-def _function_named(model: ModuleModel, expr: cst.BaseExpression, scope: FunctionInfo) -> FunctionInfo | None:
-    return model._function_named(expr, scope)
-
-
 def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | None:
     """The `forward` of a same-module nn.Module class that a call invokes: `Block(...)(x)`, or
     `block(x)` where the calling function assigned `block = Block(...)`."""
@@ -434,6 +401,15 @@ def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | N
         if cls.name == made.func.value and cls.is_nn_module:
             return cls.methods.get("forward")
     return None
+
+
+def reach_root(fn: FunctionInfo) -> FunctionInfo:
+    """Where `fn`'s chain of callers (`reachable_via`) starts."""
+    root, seen = fn, {id(fn)}
+    while root.reachable_via is not None and id(root.reachable_via) not in seen:
+        root = root.reachable_via
+        seen.add(id(root))
+    return root
 
 
 def function_of(model: ModuleModel, node: cst.CSTNode) -> FunctionInfo | None:

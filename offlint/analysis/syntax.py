@@ -152,3 +152,27 @@ def same_code(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return len(left_children) == len(right_children) and all(
         same_code(x, y) for x, y in zip(left_children, right_children, strict=True)
     )
+
+
+def parameter_names(params: cst.Parameters) -> list[str]:
+    """The names a call can bind by position or keyword (not `*args`/`**kwargs`)."""
+    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+
+
+def call_argument(call: cst.Call, params: cst.Parameters, name: str, bound: bool) -> cst.BaseExpression | None:
+    """The expression `call` passes for parameter `name` of a function with `params`
+    (positionally or by keyword; `bound`: the first parameter is the receiver, as for
+    `self.m(...)`); None when it passes none (a default, `*args`)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if bound and positional:
+        positional = positional[1:]
+    if name not in positional:
+        return None
+    index = positional.index(name)
+    passed = [arg for arg in call.args if arg.keyword is None]
+    if any(arg.star for arg in passed[: index + 1]):
+        return None
+    return passed[index].value if index < len(passed) else None
