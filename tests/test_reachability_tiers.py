@@ -260,3 +260,43 @@ def test_code_that_runs_only_with_graphs_off_is_not_reached(front_end: str) -> N
                 return x.sum().item()
         """
     assert found(source, front_end, Confidence.MEDIUM) == [(16, "OFL105", "medium")]
+
+
+@FRONT_ENDS
+def test_a_capture_guard_shows_its_function_runs_in_capture(front_end: str) -> None:
+    """A forward that skips host syncs while capturing runs under capture: what the guard leaves
+    unprotected there (and in what it calls) is reported at medium; deeper callees at low; a
+    function whose capture test raises says it never runs in one; a placement test is no sign."""
+    source = """\
+        import torch
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def _collect(self, loc):
+                self._deep(loc)
+                return int(loc[0].item())
+
+            def _deep(self, loc):
+                return loc.tolist()
+
+            def forward(self, x, loc):
+                capturing = torch.cuda.is_current_stream_capturing()
+                start = self._collect(loc)
+                if not capturing:
+                    print(int(x.sum().item()))
+                return x[start:]
+
+
+        def prepare(flag, device):
+            if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError("not graph capturable")
+            return bool(flag.item())
+
+
+        def to_host(t):
+            if t.device.type == "cpu":
+                return t
+            return t.to("cpu", non_blocking=True)
+        """
+    assert found(source, front_end) == [(8, "OFL105", "medium"), (11, "OFL105", "low")]

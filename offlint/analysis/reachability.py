@@ -102,8 +102,13 @@ class _Marker:
                 fnmatch.fnmatchcase(fn.qualname, p) or fnmatch.fnmatchcase(fn.name, p) for p in patterns
             ):
                 self.mark(fn, HIGH, "named by configuration (capture-reachable)")
-            if fn.tests_capture and _does_capture_work(fn):
-                self.mark(fn, HIGH, "tests is_current_stream_capturing()")
+            if fn.tests_capture:
+                if _does_capture_work(fn):
+                    self.mark(fn, HIGH, "tests is_current_stream_capturing()")
+                elif _asks_capture_state(model, fn) and not _refuses_capture(fn):
+                    # a guard proves its author runs this code under capture: what the guard
+                    # leaves unprotected (and what it calls there) is captured too
+                    self.mark(fn, MEDIUM, GUARD_REASON)
             if _is_eager_break(model, fn):
                 self.decorated_breaks.add(id(fn))
                 self.mark(fn, MEDIUM, "an eager break of a segmented CUDA graph capture (runs between segments)")
@@ -155,12 +160,19 @@ class _Marker:
             fn = self.queue.pop()
             confidence = fn.confidence
             assert confidence is not None
+            # a capture guard is evidence for its own function and what that calls directly;
+            # deeper callees (behind the flags and data those pass on) are only plausible
+            callee_confidence = confidence
+            if fn.reachable_via is not None and reach_root(fn).reachable_reason == GUARD_REASON:
+                callee_confidence = LOW
             for call in fn.calls:
                 self._installed_hook(call, MEDIUM if confidence is LOW else confidence)
                 if not call.context.may_capture or only_without_graphs(call):
                     continue
                 for target in self._called(call):
-                    self.mark(target, confidence, f"called from capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break)
+                    self.mark(
+                        target, callee_confidence, f"called from capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break
+                    )
             for assign in fn.assignments:
                 self._installed_forward(assign.targets, assign.value, fn, MEDIUM if confidence is LOW else confidence)
             for inner in nested.get(id(fn), ()):
@@ -293,6 +305,18 @@ def _does_capture_work(fn: FunctionInfo) -> bool:
     )
 
 
+def _asks_capture_state(model: ModuleModel, fn: FunctionInfo) -> bool:
+    """`fn` itself calls a capture predicate (`is_current_stream_capturing()`, a project's
+    `is_graph_capturing()`): not a placement test (`t.device.type == "cpu"`) nor a flag handed in."""
+    return any(model.is_capture_test(call.node, fn) for call in fn.calls)
+
+
+def _refuses_capture(fn: FunctionInfo) -> bool:
+    """`if capturing: raise ...`: the author says this never runs in a capture (start-up set-up,
+    an eager-only path), so its test is no sign that it does."""
+    return any(call.context is Context.CAPTURING and _raises(call.statement) for call in fn.calls)
+
+
 def _computes(value: cst.BaseExpression | None) -> bool:
     """Not a constant flag: `True`, `None`, `0`, `"x"`, or a plain name."""
     return value is not None and not isinstance(
@@ -306,6 +330,7 @@ def _raises(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.Raise)
 
 
+GUARD_REASON = "tests is_current_stream_capturing() to skip work while capturing"
 # model-hook protocols (diffusers' and accelerate's ModelHook, vllm-omni's, fastvideo's ForwardHook):
 # the installed forward calls these around the module's own forward
 _HOOK_METHODS = ("pre_forward", "post_forward", "new_forward")
