@@ -387,3 +387,164 @@ def test_check_reports_the_non_blocking_copies_fix_pins() -> None:
         report = check_source(source, "case.py", FileSettings(select=ALL, min_confidence=floor))
         shown = [d for d in report.diagnostics if d.confidence.at_least(floor)]
         assert [(d.location.line, d.code) for d in shown] == expected
+
+
+# ------------------------------------------------------------------ accelerator objects by use
+
+
+def test_project_accelerator_objects_are_known_by_their_stream_methods() -> None:
+    """diffusers' `TorchDeviceBackend(device)` held on self and DeepSpeed's `get_accelerator()`
+    are used as the device module: `.current_stream()`, `.Stream()`, `.Event()` on them."""
+    model = _model(
+        """
+        import torch
+        from pkg.accelerator import get_accelerator
+        from pkg.backend import TorchDeviceBackend
+
+
+        class Group:
+            def __init__(self, device):
+                self.backend = TorchDeviceBackend(device)
+                self.stream = self.backend.Stream()
+
+            def onload(self):
+                return self.backend.current_stream(), get_accelerator().Event()
+        """
+    )
+    resolve = model.resolver.qualname
+    assert resolve(cst.parse_expression("self.backend.stream")) == "torch.cuda.stream"
+    assert resolve(cst.parse_expression("get_accelerator().current_stream")) == "torch.cuda.current_stream"
+    assert model.classes[0].attrs["stream"].kind is Kind.STREAM
+    # a name bound to something else as well is no accelerator, whatever is called on it
+    other = _model(
+        """
+        import torch
+        from pkg import make_reader
+
+
+        def f(flag):
+            reader = make_reader() if flag else 3
+            return reader.current_stream()
+        """
+    )
+    assert other.resolver.qualname(cst.parse_expression("reader.current_stream")) is None
+
+
+def test_group_offloading_through_a_backend_object_is_checked() -> None:
+    source = """
+    from contextlib import nullcontext
+
+    import torch
+    from pkg.hooks import ModelHook
+    from pkg.backend import TorchDeviceBackend
+
+
+    class Group:
+        def __init__(self, device, stream):
+            self.backend = TorchDeviceBackend(device)
+            self.stream = stream
+
+        def onload_(self, host):
+            context = nullcontext() if self.stream is None else self.backend.stream(self.stream)
+            with context:
+                self.weight = host.to("cuda", non_blocking=True)
+
+        def offload_(self):
+            if self.stream is not None:
+                self.backend.current_stream().synchronize()
+
+
+    class GroupHook(ModelHook):
+        def __init__(self, group):
+            self.group = group
+
+        def pre_forward(self, module, *args):
+            self.group.onload_(module.host)
+            return args
+
+        def post_forward(self, module, output):
+            self.group.offload_()
+            return output
+    """
+    for front_end in ("skeleton", "libcst"):
+        assert _found(source, front_end=front_end) == [(16, "OFL104"), (21, "OFL105")], front_end
+
+
+def test_capture_gate_lets_in_accelerator_objects_of_any_name() -> None:
+    source = "import torch\nclass G:\n    def f(self):\n        self.backend.current_stream().synchronize()\n"
+    assert prefilter.accepts(source, frozenset({"OFL105"}))
+
+
+# ------------------------------------------------------------------ flags and containers
+
+
+def test_a_negated_capture_flag_guards_what_it_tests() -> None:
+    source = """
+    import torch
+
+
+    def expand(x, overflow):
+        check = not torch.cuda.is_current_stream_capturing()
+        y = x * 2
+        if check and int(overflow.item()) != 0:
+            raise RuntimeError("overflow")
+        return y, overflow.tolist()
+    """
+    assert _found(source) == [(10, "OFL105")]
+
+
+def test_events_recorded_into_a_local_list_are_this_calls() -> None:
+    source = """
+    import torch
+
+
+    class Exchange(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.copy = torch.cuda.Stream()
+            self.pending = []
+
+        def forward(self, parts):
+            main = torch.cuda.current_stream()
+            sent, done = [], []
+            for p in parts:
+                p.mul_(2)
+                sent.append(main.record_event())
+            self.copy.wait_stream(main)
+            with torch.cuda.stream(self.copy):
+                for i, p in enumerate(parts):
+                    self.copy.wait_event(sent[i])
+                    p.add_(1)
+                    done.append(self.copy.record_event())
+            for ev in done:
+                main.wait_event(ev)
+            for ev in self.pending:
+                main.wait_event(ev)
+            return parts
+    """
+    assert _found(source) == [(26, "OFL101")]
+
+
+def test_record_stream_of_a_stream_bound_two_ways_needs_both_to_be_the_block() -> None:
+    """`s = self.side if overlap else current_stream()` on separate branches: the record runs
+    only on the overlap path, where it records the side stream it allocated on (harmless)."""
+    source = """
+    import torch
+
+
+    class Reducer:
+        def __init__(self):
+            self.side = torch.cuda.Stream()
+
+        def reduce(self, bucket, overlap):
+            if overlap:
+                stream = self.side
+            else:
+                stream = torch.cuda.current_stream()
+            with torch.cuda.stream(stream):
+                out = bucket.sum(0)
+                if overlap:
+                    out.record_stream(stream)
+            return out
+    """
+    assert _found(source) == []

@@ -10,6 +10,7 @@ import libcst as cst
 from offlint.analysis.facts import global_values, is_parameter
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 
 
@@ -161,4 +162,45 @@ def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
         if any(isinstance(t, cst.Name) and t.value == root.value for a in scope.assignments for t in a.targets):
             return False  # bound here first: a local of this call, not the caller's
         scope = scope.parent
+    return False
+
+
+def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """`sent[i]`, or `ev` in `for ev in done:`, where the container is a local of this call (or of
+    the call enclosing it) filled only with events recorded as they were added
+    (`done.append(stream.record_event())`, `[main.record_event()] * n`): every element was
+    recorded within this call, so in the same capture as any wait on it."""
+    container = _unsubscripted(expr)
+    if container is expr and isinstance(expr, cst.Name):
+        loop = _loop_over(fn, expr)
+        if loop is None:
+            return False
+        container = _unsubscripted(loop)
+    if not isinstance(container, cst.Name) or handed_in_by_caller(container, fn):
+        return False
+    values = _event_bindings(model, container, fn)
+    return bool(values) and all(_recorded_as_made(value) for value in values)
+
+
+def _loop_over(fn: FunctionInfo, use: cst.Name) -> cst.BaseExpression | None:
+    """What the innermost `for <use> in <it>:` of `fn` around `use` iterates over (None: `use`
+    is not a loop variable there)."""
+    found: cst.BaseExpression | None = None
+    for node in walk(fn.node.body):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == use.value:
+            if any(inner is use for inner in walk(node.body)):
+                found = node.iter  # walked outer loops first: the last one found is innermost
+    return found
+
+
+def _recorded_as_made(value: cst.BaseExpression) -> bool:
+    """`s.record_event()`, a list or tuple of those (`[]` included), `[...] * n`, a comprehension."""
+    if isinstance(value, cst.Call):
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value == "record_event"
+    if isinstance(value, cst.List | cst.Tuple):
+        return all(_recorded_as_made(e.value) for e in value.elements)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return _recorded_as_made(value.left) or _recorded_as_made(value.right)
+    if isinstance(value, cst.ListComp):
+        return _recorded_as_made(value.elt)
     return False

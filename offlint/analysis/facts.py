@@ -796,16 +796,22 @@ def current_stream_scope(
     if not isinstance(expr, cst.Name):
         return None
     name = expr.value
-    binding = None
-    for assign in fn.assignments:
-        if assign.order >= order:
-            break
-        if any(isinstance(t, cst.Name) and t.value == name for t in assign.targets):
-            binding = assign
-    if binding is not None:
-        if binding.value is None:
-            return None
-        return current_stream_scope(model, fn, binding.value, binding.order, binding.stream_scopes, _depth + 1)
+    bindings = [
+        assign
+        for assign in fn.assignments
+        if assign.order < order and any(isinstance(t, cst.Name) and t.value == name for t in assign.targets)
+    ]
+    if bindings:
+        # bindings are not ordered by path (`if overlap: s = self.side else: s = current_stream()`):
+        # the value is the current stream of a side block only when every binding says so
+        found: StreamScope | None = None
+        for binding in bindings:
+            if binding.value is None:
+                return None
+            found = current_stream_scope(model, fn, binding.value, binding.order, binding.stream_scopes, _depth + 1)
+            if found is None:
+                return None
+        return found
     if not is_parameter(fn, name):
         return None
     for site in model.callers_of(fn):

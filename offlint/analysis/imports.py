@@ -50,6 +50,9 @@ class NameResolver(cst.CSTVisitor):
         # dotted names ("dm", "self.device_module") that hold a device module (ModuleModel
         # fills it: every binding of the name in the module must be one, flow-insensitively)
         self.device_modules: set[str] = set()
+        # project callables whose result is used as an accelerator module (`get_accelerator`,
+        # `TorchDeviceBackend`): their calls resolve like `torch.get_device_module(...)`
+        self.accelerator_factories: set[str] = set()
 
     @classmethod
     def of(cls, module: cst.Module, imports: Sequence[cst.Import | cst.ImportFrom] | None = None) -> NameResolver:
@@ -144,6 +147,8 @@ class NameResolver(cst.CSTVisitor):
             return DEVICE_MODULE
         if isinstance(func, cst.Attribute) and func.attr.value == "get_device_module":
             return DEVICE_MODULE if self.qualname(func) == "torch.get_device_module" else None
+        if self.accelerator_factories and dotted_name(func) in self.accelerator_factories:
+            return DEVICE_MODULE
         return None
 
     def device_module_of(self, expr: cst.BaseExpression) -> str | None:

@@ -29,6 +29,7 @@ from offlint.analysis.reachability import mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import child_nodes, may_hold_statements
 from offlint.analysis.torch_api import (
+    ACCELERATOR_METHODS,
     CAPTURE_IMPLIES,
     CAPTURE_TESTS,
     GRAPH_CONTEXTS,
@@ -135,6 +136,7 @@ class FunctionInfo:
     locals: dict[str, Typed] = field(default_factory=dict)
     local_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # locals assigned from a capture test
+    eager_flags: set[str] = field(default_factory=set)  # locals assigned `not <capture test>`
     nonlocals: set[str] = field(default_factory=set)  # names it declares `nonlocal`
     global_names: set[str] = field(default_factory=set)  # names it declares `global`
     tests_capture: bool = False
@@ -310,6 +312,8 @@ class ModuleModel:
                     positive = not positive
                 return inner if positive else inner.negate()
             return None
+        if isinstance(test, cst.Name) and fn is not None and test.value in fn.eager_flags:
+            return Context.EAGER
         return Context.CAPTURING if self.is_capture_test(test, fn) else None
 
     def branch_contexts(
@@ -418,6 +422,29 @@ class ModuleModel:
                         if dotted is not None and dotted.count(".") <= (1 if dotted.startswith("self.") else 0):
                             values.setdefault(dotted, []).append(node.value)
         resolver = self.resolver
+        # an accelerator object of the project's own (diffusers' `TorchDeviceBackend(device)`,
+        # DeepSpeed's `get_accelerator()`) is known by use: the module calls `.current_stream()`,
+        # `.Stream()` or `.Event()` on it; it stands for the device module it wraps
+        duck_receivers: set[tuple[str, bool]] = set()
+        for fn in self.functions:
+            for node in fn.binding_nodes or ():
+                if type(node) is cst.Call:
+                    receiver = _accelerator_receiver(cast(cst.Call, node))
+                    if receiver is not None:
+                        duck_receivers.add(receiver)
+        for name, called in duck_receivers:
+            imported = resolver.bindings.get(name.partition(".")[0], "")
+            if imported == "torch" or imported.startswith("torch."):
+                continue  # torch's own API: typed by name already
+            bound = values.get(name)
+            if called:  # `get_accelerator().current_stream()`
+                resolver.accelerator_factories.add(name)
+            elif bound is not None and all(_is_none_literal(v) or _project_call(v, resolver) for v in bound):
+                for value in bound:
+                    if isinstance(value, cst.Call):
+                        factory = dotted_name(value.func)
+                        if factory is not None:
+                            resolver.accelerator_factories.add(factory)
         candidates = {name: bound for name, bound in values.items() if name not in resolver.bindings}
         changed = True
         while changed:  # a second round for `dm = self.device_module` after `self.device_module = ...`
@@ -555,6 +582,12 @@ class ModuleModel:
                 fn.local_elements[name] = join(fn.local_elements.get(name), element)
             if capture_flag:
                 fn.capture_flags.add(name)
+            elif (
+                isinstance(value, cst.UnaryOperation)
+                and isinstance(value.operator, cst.Not)
+                and self.is_capture_test(value.expression, fn)
+            ):
+                fn.eager_flags.add(name)  # `check = not torch.cuda.is_current_stream_capturing()`
             return
         attr = self_attribute(target)
         if attr is not None and fn.cls is not None:
@@ -860,6 +893,27 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
 # exact types, compared with `type(x) in`: isinstance against libcst's ABCs is slow
 _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return})
+
+
+def _accelerator_receiver(call: cst.Call) -> tuple[str, bool] | None:
+    """(`x`, False) for `x.current_stream()` / `self.x.Event()`; (`f`, True) for `f().Stream()`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ACCELERATOR_METHODS:
+        return None
+    receiver = func.value
+    if isinstance(receiver, cst.Call):
+        name = dotted_name(receiver.func) if not receiver.args else None
+        return (name, True) if name is not None else None
+    name = dotted_name(receiver)
+    return (name, False) if name is not None else None
+
+
+def _project_call(value: cst.BaseExpression, resolver: NameResolver) -> bool:
+    """A call of something that is not torch's (a torch call's result is typed by the oracle)."""
+    if not isinstance(value, cst.Call):
+        return False
+    q = resolver.qualname(value.func)
+    return q is None or not (q == "torch" or q.startswith("torch."))
 
 
 def _own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from offlint.analysis import torch_api
 from offlint.analysis.torch_api import (
+    ACCELERATOR_METHODS,
     CAPTURE_API_NAMES,
     CAPTURE_ASSIGNED_ATTRS,
     CAPTURE_METHOD_NAMES,
@@ -177,6 +178,8 @@ def mentions_torch_api(text: str) -> bool:
             head = chain_head(text, match.start())
             if head is _UNSURE or (head is not None and head in imported):
                 return True
+            if head is not None and name in ACCELERATOR_METHODS:
+                return True  # on an object of the project's own: model.py types it by this use
             if head is not None:
                 if device_module is None:
                     device_module = _DEVICE_MODULE_VALUE.search(text) is not None

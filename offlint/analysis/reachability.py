@@ -35,7 +35,7 @@ from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.syntax import call_argument, child_nodes, parameter_names, walk
-from offlint.analysis.torch_api import EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES, HOOK_REGISTRARS
+from offlint.analysis.torch_api import CAPTURE_TESTS, EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES, HOOK_REGISTRARS
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:  # the model calls mark_reachable once it is built
@@ -105,7 +105,7 @@ class _Marker:
             if fn.tests_capture:
                 if _does_capture_work(fn):
                     self.mark(fn, HIGH, "tests is_current_stream_capturing()")
-                elif _asks_capture_state(model, fn) and not _refuses_capture(fn):
+                elif _asks_capture_state(fn) and not _refuses_capture(fn):
                     # a guard proves its author runs this code under capture: what the guard
                     # leaves unprotected (and what it calls there) is captured too
                     self.mark(fn, MEDIUM, GUARD_REASON)
@@ -305,10 +305,12 @@ def _does_capture_work(fn: FunctionInfo) -> bool:
     )
 
 
-def _asks_capture_state(model: ModuleModel, fn: FunctionInfo) -> bool:
-    """`fn` itself calls a capture predicate (`is_current_stream_capturing()`, a project's
-    `is_graph_capturing()`): not a placement test (`t.device.type == "cpu"`) nor a flag handed in."""
-    return any(model.is_capture_test(call.node, fn) for call in fn.calls)
+def _asks_capture_state(fn: FunctionInfo) -> bool:
+    """`fn` itself asks the stream whether it is capturing (`torch.cuda.is_current_stream_capturing()`).
+    Not a placement test (`t.device.type == "cpu"`), a flag handed in, nor an engine's capture-mode
+    predicate (SGLang's `get_is_capture_mode()` also holds in the eager breaks of a segmented
+    capture, where host syncs are legal)."""
+    return any(call.callee in CAPTURE_TESTS for call in fn.calls)
 
 
 def _refuses_capture(fn: FunctionInfo) -> bool:

@@ -89,6 +89,9 @@ CAPTURE_API_NAMES = frozenset(
     for q in STREAM_CONSTRUCTORS | EVENT_CONSTRUCTORS | STREAM_CONTEXTS | CAPTURE_TESTS
     | GRAPH_CONTEXTS | GRAPH_CONSTRUCTORS | GRAPHED_CALLABLES
 )
+# an accelerator object of the project's own is known by these calls on it, whatever its name
+# (`get_accelerator().Stream()`, `self.backend.current_stream()`: model.py's duck typing)
+ACCELERATOR_METHODS = frozenset({"current_stream", "default_stream", "Stream", "Event"})
 # - methods, whatever the receiver: stream ordering (offloader-style classes), `record_event()`
 #   (an event), `capture_begin()` (a graph region), hook registration (installed hooks)
 HOOK_REGISTRARS = frozenset(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping
-from offlint.analysis.events import handed_in_by_caller, is_external_event
+from offlint.analysis.events import handed_in_by_caller, is_external_event, recorded_into_local
 from offlint.analysis.facts import (
     is_event,
     local_name,
@@ -47,6 +47,8 @@ class WaitOnUncapturedEvent(Rule):
                 continue  # `self.done.record()` earlier in this call, on every path to the wait
             if name is not None and storage_of(event) is None and recorded_in_enclosing_call(model, site, name):
                 continue  # a closure's event, recorded within the same call of the enclosing function
+            if recorded_into_local(model, event, site.function):
+                continue  # `sent.append(main.record_event())` ... `wait_event(sent[i])`: this call's
             # an event handed in by the caller (`ready`, `layer.done_event`): whether it was
             # recorded before this capture is the caller's to say, so the finding is unsure
             handed_in = handed_in_by_caller(event, site.function)

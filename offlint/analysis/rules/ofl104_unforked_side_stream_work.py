@@ -46,4 +46,6 @@ class UnforkedSideStreamWork(Rule):
                     continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work
                 if held_only_when_forked(scope.stream, fn):
                     continue  # a fork handle: set only right after its fork, earlier in the forward
-                yield Finding(opener.node, {"stream": code_of(scope.stream, model)})
+                # `ctx = torch.cuda.stream(s)` ... `with ctx:`: the work is under the `with`
+                where = opener.node if inline else scope.node.items[0].item
+                yield Finding(where, {"stream": code_of(scope.stream, model)})
