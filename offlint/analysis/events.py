@@ -187,9 +187,13 @@ def _loop_over(fn: FunctionInfo, use: cst.Name) -> cst.BaseExpression | None:
     is not a loop variable there)."""
     found: cst.BaseExpression | None = None
     for node in walk(fn.node.body):
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == use.value:
-            if any(inner is use for inner in walk(node.body)):
-                found = node.iter  # walked outer loops first: the last one found is innermost
+        if (
+            isinstance(node, cst.For)
+            and isinstance(node.target, cst.Name)
+            and node.target.value == use.value
+            and any(inner is use for inner in walk(node.body))
+        ):
+            found = node.iter  # walked outer loops first: the last one found is innermost
     return found
 
 

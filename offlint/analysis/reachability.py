@@ -35,7 +35,12 @@ from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.syntax import call_argument, child_nodes, parameter_names, walk
-from offlint.analysis.torch_api import CAPTURE_TESTS, EAGER_BREAK_DECORATORS, GRAPHED_CALLABLES, HOOK_REGISTRARS
+from offlint.analysis.torch_api import (
+    CAPTURE_TESTS,
+    EAGER_BREAK_DECORATORS,
+    GRAPHED_CALLABLES,
+    HOOK_REGISTRARS,
+)
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:  # the model calls mark_reachable once it is built
