@@ -393,8 +393,8 @@ def test_check_reports_the_non_blocking_copies_fix_pins() -> None:
 
 
 def test_project_accelerator_objects_are_known_by_their_stream_methods() -> None:
-    """diffusers' `TorchDeviceBackend(device)` held on self and DeepSpeed's `get_accelerator()`
-    are used as the device module: `.current_stream()`, `.Stream()`, `.Event()` on them."""
+    """diffusers' `TorchDeviceBackend(device)` held on self is used as the device module:
+    `.current_stream()`, `.Stream()`, `.Event()` on it."""
     model = _model(
         """
         import torch
@@ -413,7 +413,10 @@ def test_project_accelerator_objects_are_known_by_their_stream_methods() -> None
     )
     resolve = model.resolver.qualname
     assert resolve(cst.parse_expression("self.backend.stream")) == "torch.cuda.stream"
-    assert resolve(cst.parse_expression("get_accelerator().current_stream")) == "torch.cuda.current_stream"
+    # unbound `get_accelerator().X()`: DeepSpeed's spelling across its training code, left untyped
+    # (typed, it put 16 findings no capture can reach into DeepSpeed 0.19.8; verdicts in
+    # benchmarks/precision-verdicts.toml)
+    assert resolve(cst.parse_expression("get_accelerator().current_stream")) is None
     assert model.classes[0].attrs["stream"].kind is Kind.STREAM
     # a name bound to something else as well is no accelerator, whatever is called on it
     other = _model(
@@ -548,3 +551,33 @@ def test_record_stream_of_a_stream_bound_two_ways_needs_both_to_be_the_block() -
             return out
     """
     assert _found(source) == []
+
+
+def test_a_test_that_led_to_a_capture_bail_out_guards_what_it_tests_later() -> None:
+    """`if pool is None or check is not None: if capturing: return` ... `if check is not None:
+    verify()`: with `check` set the capture has returned already, so the verification is eager;
+    before the bail-out, and for a test that was not part of it, nothing is implied."""
+    source = """
+    import torch
+
+
+    class Exchange(torch.nn.Module):
+        def forward(self, x, check):
+            if check is not None:
+                x.sum().item()
+            if self.pool is None or check is not None:
+                if torch.cuda.is_current_stream_capturing():
+                    return None
+                self.pool = x.new_empty(8)
+            y = x * 2
+            if check is not None:
+                return self._verify(y)
+            if self.strict:
+                x.sum().item()
+            return y
+
+        def _verify(self, y):
+            return bool(y.sum().item())
+    """
+    for front_end in ("skeleton", "libcst"):
+        assert _found(source, front_end=front_end) == [(8, "OFL105"), (17, "OFL105")], front_end

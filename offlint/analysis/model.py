@@ -27,7 +27,7 @@ from offlint.analysis.imports import NameResolver, dotted_name
 from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
 from offlint.analysis.reachability import mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
-from offlint.analysis.syntax import child_nodes, may_hold_statements
+from offlint.analysis.syntax import child_nodes, may_hold_statements, same_code
 from offlint.analysis.torch_api import (
     ACCELERATOR_METHODS,
     CAPTURE_IMPLIES,
@@ -137,6 +137,8 @@ class FunctionInfo:
     local_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # locals assigned from a capture test
     eager_flags: set[str] = field(default_factory=set)  # locals assigned `not <capture test>`
+    # tests that, from where they were seen on, imply no capture is under way (model walk order)
+    eager_tests: list[cst.BaseExpression] = field(default_factory=list)
     nonlocals: set[str] = field(default_factory=set)  # names it declares `nonlocal`
     global_names: set[str] = field(default_factory=set)  # names it declares `global`
     tests_capture: bool = False
@@ -343,6 +345,8 @@ class ModuleModel:
         flag = self._eager_only_value_test(test, fn)
         if flag is not None:
             return flag
+        if fn is not None and any(same_code(test, seen) for seen in fn.eager_tests):
+            return Context.EAGER, None  # it held before where a capture returned early
         if _tests_cpu_tensor(test) or _cpu_tensor_flag(test, fn):
             return Context.EAGER, None  # `if t.device.type == "cpu":` no CUDA work to capture there
         decided = self.capture_condition(test, fn)
@@ -437,9 +441,11 @@ class ModuleModel:
             if imported == "torch" or imported.startswith("torch."):
                 continue  # torch's own API: typed by name already
             bound = values.get(name)
-            if called:  # `get_accelerator().current_stream()`
-                resolver.accelerator_factories.add(name)
-            elif bound is not None and all(_is_none_literal(v) or _project_call(v, resolver) for v in bound):
+            if called:
+                # `get_accelerator().current_stream()`, unbound: DeepSpeed's spelling throughout
+                # its training code, where it types streams no capture ever sees - left untyped
+                continue
+            if bound is not None and all(_is_none_literal(v) or _project_call(v, resolver) for v in bound):
                 for value in bound:
                     if isinstance(value, cst.Call):
                         factory = dotted_name(value.func)
@@ -895,6 +901,12 @@ _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return})
 
 
+def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*_disjuncts(test.left), *_disjuncts(test.right)]
+    return [test]
+
+
 def _accelerator_receiver(call: cst.Call) -> tuple[str, bool] | None:
     """(`x`, False) for `x.current_stream()` / `self.x.Event()`; (`f`, True) for `f().Stream()`."""
     func = call.func
@@ -1080,8 +1092,12 @@ class _BodyWalker:
         body_ctx = decided_body or ctx
         else_ctx = decided_else or ctx
         self.guards.append((stmt.test, True))
-        self.block(stmt.body, body_ctx)
+        body_after = self.block(stmt.body, body_ctx)
         self.guards[-1] = (stmt.test, False)
+        if body_after is Context.EAGER and body_ctx is not Context.EAGER:
+            # `if a or b: (if capturing: return) ...`: once through, a later `if b:` finds the
+            # capture gone (it returned) - b implies eager from here on
+            self.fn.eager_tests.extend(_disjuncts(stmt.test))
         else_terminates = False
         if stmt.orelse is not None:
             if isinstance(stmt.orelse, cst.If):
