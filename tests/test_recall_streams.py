@@ -581,3 +581,39 @@ def test_a_test_that_led_to_a_capture_bail_out_guards_what_it_tests_later() -> N
     """
     for front_end in ("skeleton", "libcst"):
         assert _found(source, front_end=front_end) == [(8, "OFL105"), (17, "OFL105")], front_end
+
+
+def test_lazy_one_time_set_up_ran_in_the_warm_up() -> None:
+    """`if not self._saved:` / `if self.buf is None:` set by the same method and never cleared
+    after `__init__`: the first (eager) call ran it. A flag cleared per call, or set elsewhere,
+    proves nothing."""
+    source = """
+    import torch
+
+
+    class Group(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stream = torch.cuda.Stream()
+            self._saved = False
+            self.buf = None
+            self.kw = None
+
+        def forward(self, x):
+            if not self._saved and x.numel() > 0:
+                self.snapshot = x.to("cpu")
+            self._saved = True
+            if self.buf is None:
+                self.buf = torch.empty(4, device="cuda")
+                print(self.buf.sum().item())
+            if self.kw is None:
+                x.sum().item()
+            kw, self.kw = self.kw, None
+            if not self.ready:
+                x.sum().item()
+            return x
+
+        def prime(self):
+            self.ready = True
+    """
+    assert _found(source) == [(21, "OFL105"), (24, "OFL105")]

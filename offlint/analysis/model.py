@@ -324,6 +324,8 @@ class ModuleModel:
         """The contexts of the body and of the else branch of `if test:` (None: not decided by
         the test). Unlike `capture_condition`, sound for conjunctions and disjunctions: the else
         branch of `if capturing and x:` may still run while capturing."""
+        if fn is not None and _run_once_test(test, fn):
+            return Context.EAGER, None  # lazy one-time set-up: the warm-up before any capture ran it
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             body, other = self.branch_contexts(test.expression, fn)
             return other, body
@@ -347,6 +349,8 @@ class ModuleModel:
             return flag
         if fn is not None and any(same_code(test, seen) for seen in fn.eager_tests):
             return Context.EAGER, None  # it held before where a capture returned early
+        if fn is not None and _run_once_test(test, fn):
+            return Context.EAGER, None  # lazy one-time set-up: the warm-up before any capture ran it
         if _tests_cpu_tensor(test) or _cpu_tensor_flag(test, fn):
             return Context.EAGER, None  # `if t.device.type == "cpu":` no CUDA work to capture there
         decided = self.capture_condition(test, fn)
@@ -899,6 +903,43 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
 # exact types, compared with `type(x) in`: isinstance against libcst's ABCs is slow
 _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return})
+
+
+def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """`if not self.done:` / `if self.buf is None:` where `fn` itself sets the attribute (to a
+    value that is not None/False) and no method but `__init__` clears it: the body runs once, on
+    the first call - the eager warm-up that precedes every capture."""
+    attr = None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        attr = self_attribute(test.expression)
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        if isinstance(comp.operator, cst.Is) and _is_none_literal(comp.comparator):
+            attr = self_attribute(test.left)
+    if attr is None or fn.cls is None:
+        return False
+    sets = False
+    for method in fn.cls.methods.values():
+        for node in method.binding_nodes or ():
+            if type(node) is not cst.Assign:
+                continue
+            assign = cast(cst.Assign, node)
+            for target in assign.targets:
+                if self_attribute(target.target) == attr:
+                    if _falsy_literal(assign.value):
+                        if method.name != "__init__":
+                            return False  # reset per call (`self.kw = None` after its use)
+                    elif method is fn:
+                        sets = True
+                elif isinstance(target.target, cst.Tuple | cst.List) and any(
+                    self_attribute(e.value) == attr for e in target.target.elements
+                ):
+                    return False  # `kw, self.kw = self.kw, None`: a hand-off, not a one-time set-up
+    return sets
+
+
+def _falsy_literal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in ("None", "False")
 
 
 def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
