@@ -617,3 +617,39 @@ def test_lazy_one_time_set_up_ran_in_the_warm_up() -> None:
             self.ready = True
     """
     assert _found(source) == [(21, "OFL105"), (24, "OFL105")]
+
+
+def test_an_autograd_function_forward_runs_in_the_model_forward() -> None:
+    """Megatron's activation offloading: an autograd Function's forward commits a layer group and
+    forks the D2H stream of a handler held opaquely (`Manager.get_instance().d2h_stream`, typed
+    by its `wait_stream` use); nothing joins it before the forward ends."""
+    source = """
+    import torch
+
+
+    class Handler:
+        def __init__(self):
+            self.d2h_stream = Manager.get_instance().d2h_stream
+
+        def commit(self, tensors):
+            self.d2h_stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.d2h_stream):
+                for t in tensors:
+                    t.cpu_copy.copy_(t, non_blocking=True)
+
+
+    class GroupCommit(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, tensor, handler, tensors):
+            handler.commit(tensors)
+            return tensor
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None, None
+    """
+    found = _found(source)
+    assert (10, "OFL103") in found
+    report = check_source(textwrap.dedent(source).encode(), "case.py", FileSettings(select=ALL))
+    tiers = {d.location.line: d.confidence for d in report.diagnostics}
+    assert tiers[10] is Confidence.MEDIUM

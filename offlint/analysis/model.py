@@ -554,6 +554,13 @@ class ModuleModel:
             if isinstance(expr, cst.Name) and expr.value != "self" and _is_parameter_of(fn, expr.value):
                 name = expr.value
                 fn.locals[name] = join(fn.locals.get(name), Typed(Kind.STREAM))
+                continue
+            attr = self_attribute(expr)
+            if attr is not None and fn.cls is not None:
+                # `self.d2h = Manager.get_instance().d2h_stream` (opaque) ... `self.d2h.wait_stream(...)`
+                held = fn.cls.attrs.get(attr)
+                if held is None or held.kind is Kind.UNKNOWN:
+                    fn.cls.attrs[attr] = Typed(Kind.STREAM)
 
     def _element_kind(self, value: cst.BaseExpression, lookup: Lookup) -> Typed | None:
         if isinstance(value, cst.ListComp):

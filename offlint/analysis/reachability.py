@@ -143,6 +143,12 @@ class _Marker:
             for fn in model.functions:
                 for assign in fn.assignments:
                     self._installed_forward(assign.targets, assign.value, fn, MEDIUM)
+            # an autograd Function's forward runs inside the forward of the model that applies it
+            # (Megatron's activation-offload group commit): a hook by another name
+            for holder in model.classes:
+                forward = holder.methods.get("forward")
+                if forward is not None and _is_autograd_function(model, holder):
+                    self.mark(forward, MEDIUM, f"forward of autograd Function {holder.name} (runs in the model's forward)")
         for holder in model.classes:
             if _is_hook_class(holder, by_name):
                 for name in _HOOK_METHODS:
@@ -361,6 +367,15 @@ def _is_hook_class(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0
 # classes whose `forward` drives models rather than being one (graph runners, schedulers, workers)
 _DRIVER_SUFFIXES = ("Runner", "Scheduler", "Worker", "Engine", "Manager", "Executor", "Node")
 _NOT_MODULE_BASES = frozenset({"object", "ABC", "Protocol", "Generic", "Enum", "NamedTuple"})
+
+
+def _is_autograd_function(model: ModuleModel, cls: ClassInfo) -> bool:
+    for base in cls.bases:
+        head, _, rest = base.partition(".")
+        bound = model.resolver.bindings.get(head)
+        if bound is not None and (f"{bound}.{rest}" if rest else bound) == "torch.autograd.Function":
+            return True
+    return False
 
 
 def _module_like(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
