@@ -13,12 +13,20 @@ from offlint.analysis.rule import Finding, Rule, code_of
 # `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first
 _CONSTRUCT_ON_DEVICE = frozenset({"torch.tensor", "torch.as_tensor"})
 _LITERALS = (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float, cst.UnaryOperation)
+# loading a checkpoint straight onto the device: the file is read into pageable host memory and
+# copied from there (diffusers' disk offload onloads a group this way in the hook's pre_forward);
+# the keyword that names the device
+_LOAD_TO_DEVICE = {
+    "safetensors.torch.load_file": "device",
+    "safetensors.safe_open": "device",
+    "torch.load": "map_location",
+}
 
 
 class PageableHostCopy(Rule):
     code = "OFL106"
     explains_reachability = True
-    tokens = (".to(", ".cuda(", "copy_(", "tensor(")
+    tokens = (".to(", ".cuda(", "copy_(", "tensor(", "load_file(", "safe_open(", "load(")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
         for site in model.all_calls():
@@ -62,6 +70,10 @@ class PageableHostCopy(Rule):
             if dst_kind is Kind.PAGEABLE_HOST and src_kind is Kind.DEVICE_TENSOR:
                 return dst, "copy_() device to host"
             return None
+        if site.callee in _LOAD_TO_DEVICE and site.hazardous and node.args:
+            if not names_cuda_device(keyword(node, _LOAD_TO_DEVICE[site.callee]), model.resolver):
+                return None
+            return node.args[0].value, f"{site.callee}(..., {_LOAD_TO_DEVICE[site.callee]}=<cuda>) of the file"
         if site.callee in _CONSTRUCT_ON_DEVICE and site.hazardous and node.args:
             if not names_cuda_device(keyword(node, "device"), model.resolver):
                 return None
