@@ -12,6 +12,7 @@ from offlint.analysis.kinds import Kind, is_true, keyword, names_cuda_device, se
 from offlint.analysis.model import Assignment, CallSite, ClassInfo, FunctionInfo, ModuleModel
 from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import same_code
 from offlint.analysis.torch_api import CAPTURE_TOKENS
 from offlint.diagnostics import Confidence
 
@@ -57,12 +58,24 @@ class RebindsCapturedStorage(Rule):
                 if any(_is_data_target(t) for t in assign.targets) and _is_new_pinned(
                     model, fn, assign.value
                 ):
-                    reported.add(id(assign.node))
-                    yield Finding(
-                        assign.node,
-                        _details(model, assign, copies[0]),
-                        confidence=max((_reach_of(model, c) for c in copies), key=lambda c: c.rank),
-                    )
+                    confidence = max((_reach_of(model, c) for c in copies), key=lambda c: c.rank)
+                    # the function re-points an offloaded weight: its other branches
+                    # (`if same device: param.data = new`) rebind the same storage
+                    for other in [assign, *_same_target_rebindings(fn, assign)]:
+                        if id(other.node) not in reported:
+                            reported.add(id(other.node))
+                            yield Finding(other.node, _details(model, other, copies[0]), confidence=confidence)
+
+
+def _same_target_rebindings(fn: FunctionInfo, assign: Assignment) -> list[Assignment]:
+    return [
+        other
+        for other in fn.assignments
+        if other is not assign
+        and other.value is not None
+        and not _is_none(other.value)
+        and any(same_code(t, u) for t in other.targets for u in assign.targets)
+    ]
 
 
 def _reach_of(model: ModuleModel, copy: CallSite) -> Confidence:
