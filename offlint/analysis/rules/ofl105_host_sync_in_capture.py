@@ -86,11 +86,22 @@ class HostSyncInCapture(Rule):
             return ".nonzero() without size="
         if isinstance(node.func, cst.Name) and node.func.value in ("print", "repr", "bool", "str"):
             for arg in node.args:
-                if model.kind_of(arg.value, site.function).kind in _DEVICE_ONLY:
+                if model.kind_of(arg.value, site.function).kind in _DEVICE_ONLY or (
+                    node.func.value == "bool" and _tensor_truth(model, arg.value, site)
+                ):
                     return (
                         f"{node.func.value}() of a CUDA tensor ({code_of(arg.value, model)})"
                     )
         return None
+
+
+def _tensor_truth(model: ModuleModel, expr: cst.BaseExpression, site: CallSite) -> bool:
+    """`bool(t)` / `bool(ids == eos)` where `t` / `ids` is a torch tensor of unknown placement (an
+    annotated `torch.Tensor`, a slice of one): as `.item()`, a sync unless it is on the host."""
+    operands = [expr]
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+    return any(model.kind_of(o, site.function).kind in (Kind.TENSOR, Kind.DEVICE_TENSOR) for o in operands)
 
 
 def _looks_like_tensor_expr(expr: cst.BaseExpression) -> bool:
