@@ -150,7 +150,7 @@ class _Marker:
                 if forward is not None and _is_autograd_function(model, holder):
                     self.mark(forward, MEDIUM, f"forward of autograd Function {holder.name} (runs in the model's forward)")
         for holder in model.classes:
-            if _is_hook_class(holder, by_name):
+            if is_hook_class(holder, by_name):
                 for name in _HOOK_METHODS:
                     method = holder.methods.get(name)
                     if method is not None:
@@ -355,11 +355,11 @@ _COMMON_METHOD_NAMES = frozenset(
 )
 
 
-def _is_hook_class(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
+def is_hook_class(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
     if cls.name.endswith("Hook") or any(b.rsplit(".", 1)[-1].endswith("Hook") for b in cls.bases):
         return True
     return any(
-        (local := by_name.get(b)) is not None and local is not cls and depth < 8 and _is_hook_class(local, by_name, depth + 1)
+        (local := by_name.get(b)) is not None and local is not cls and depth < 8 and is_hook_class(local, by_name, depth + 1)
         for b in cls.bases
     )
 

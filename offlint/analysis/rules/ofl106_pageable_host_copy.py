@@ -8,6 +8,7 @@ import libcst as cst
 
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cpu_device, names_cuda_device
 from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.module_moves import MoveTarget, module_moves, parks_on_host
 from offlint.analysis.rule import Finding, Rule, code_of
 
 # `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first
@@ -29,7 +30,20 @@ class PageableHostCopy(Rule):
     tokens = (".to(", ".cuda(", "copy_(", "tensor(", "load_file(", "safe_open(", "load(")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
+        moved: set[int] = set()
+        for move in module_moves(model):
+            # `init_hook(module): module.to("cpu")` ... `pre_forward(module): module.to(device)`:
+            # the hook parks the module's parameters in pageable memory and copies them back
+            if move.target is MoveTarget.DEVICE and move.method != "post_forward" and move.site.hazardous:
+                parked = parks_on_host(model, move)
+                if parked is not None:
+                    moved.add(id(move.site.node))
+                    params = f"{code_of(parked.site.receiver or move.site.node, model)}.parameters()"
+                    copy = f".{move.site.method}() (`{parked.method}` parks the module on the host)"
+                    yield Finding(move.site.node, {"host": params, "copy": copy})
         for site in model.all_calls():
+            if id(site.node) in moved:
+                continue
             non_blocking = is_true(keyword(site.node, "non_blocking"))
             if not (site.hazardous or non_blocking):
                 continue

@@ -15,7 +15,8 @@ from offlint.analysis.capture_tags import capture_bookkeeping_tests
 from offlint.analysis.facts import called_function
 from offlint.analysis.kinds import Kind, self_attribute
 from offlint.analysis.model import Assignment, ClassInfo, Context, FunctionInfo, ModuleModel
-from offlint.analysis.rule import Finding, Rule
+from offlint.analysis.module_moves import MoveTarget, module_moves
+from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
     CAPTURE_TESTS,
@@ -45,9 +46,15 @@ _METADATA_METHODS = frozenset(
 
 class CaptureStateEscapes(Rule):
     code = "OFL201"
-    tokens = ("is_current_stream_capturing", "graph(", "capture_begin")
+    tokens = ("is_current_stream_capturing", "graph(", "capture_begin", "post_forward")
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for move in module_moves(model):
+            # `post_forward(module, out): module.to(storage_dtype)`: the module leaves a captured
+            # forward holding parameters made in the capture, which only a replay writes
+            if move.method == "post_forward" and move.target is not MoveTarget.HOST and move.site.hazardous:
+                params = f"{code_of(move.site.receiver or move.site.node, model)}.parameters()"
+                yield Finding(move.site.node, {"attr": params, "producer": move.method})
         for cls in model.classes:
             made = self._made_in_capture(model, cls)
             if not made:

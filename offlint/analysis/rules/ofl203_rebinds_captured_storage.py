@@ -10,6 +10,7 @@ import libcst as cst
 from offlint.analysis.facts import called_function
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cuda_device, self_attribute
 from offlint.analysis.model import Assignment, CallSite, ClassInfo, FunctionInfo, ModuleModel
+from offlint.analysis.module_moves import MoveTarget, module_moves
 from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import same_code
@@ -25,6 +26,12 @@ class RebindsCapturedStorage(Rule):
     tokens = CAPTURE_TOKENS
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
+        for move in module_moves(model):
+            # `pre_forward(module): module.to(dtype=compute)`: the captured cast reads the
+            # parameters this drops; replays read freed memory
+            if move.method != "post_forward" and move.target is MoveTarget.DTYPE and move.site.hazardous:
+                params = f"{code_of(move.site.receiver or move.site.node, model)}.parameters()"
+                yield Finding(move.site.node, {"target": params, "copy": f"the captured cast of {params}"})
         copies = [
             site
             for site in model.all_calls()
