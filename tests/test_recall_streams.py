@@ -647,9 +647,17 @@ def test_an_autograd_function_forward_runs_in_the_model_forward() -> None:
         @staticmethod
         def backward(ctx, grad):
             return grad, None, None
+
+
+    class ChunkedLoss(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, labels):
+            ctx.save_for_backward(logits.to("cpu"), labels)
+            return logits.float().mean()
     """
     found = _found(source)
     assert (10, "OFL103") in found
+    assert (30, "OFL105") not in found  # a computing Function is a layer, not a hook point
     report = check_source(textwrap.dedent(source).encode(), "case.py", FileSettings(select=ALL))
     tiers = {d.location.line: d.confidence for d in report.diagnostics}
     assert tiers[10] is Confidence.MEDIUM

@@ -143,11 +143,13 @@ class _Marker:
             for fn in model.functions:
                 for assign in fn.assignments:
                     self._installed_forward(assign.targets, assign.value, fn, MEDIUM)
-            # an autograd Function's forward runs inside the forward of the model that applies it
-            # (Megatron's activation-offload group commit): a hook by another name
+            # a pass-through autograd Function (its forward returns an input unchanged) is a hook
+            # by another name, run inside the forward of the model that applies it (Megatron's
+            # activation-offload group commit); one that computes (a loss, an attention) is a layer
+            # of its own, reached only as its callers are
             for holder in model.classes:
                 forward = holder.methods.get("forward")
-                if forward is not None and _is_autograd_function(model, holder):
+                if forward is not None and _is_autograd_function(model, holder) and _passes_through(forward):
                     self.mark(forward, MEDIUM, f"forward of autograd Function {holder.name} (runs in the model's forward)")
         for holder in model.classes:
             if is_hook_class(holder, by_name):
@@ -376,6 +378,12 @@ def _is_autograd_function(model: ModuleModel, cls: ClassInfo) -> bool:
         if bound is not None and (f"{bound}.{rest}" if rest else bound) == "torch.autograd.Function":
             return True
     return False
+
+
+def _passes_through(forward: FunctionInfo) -> bool:
+    params = set(parameter_names(forward.node.params))
+    returned = [r.node.value for r in forward.returns]
+    return bool(returned) and all(isinstance(v, cst.Name) and v.value in params for v in returned)
 
 
 def _module_like(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
