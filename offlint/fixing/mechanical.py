@@ -4,10 +4,11 @@ OFL204: `t.record_stream(torch.cuda.current_stream())` inside `with torch.cuda.s
 records `side` itself (a no-op). The fix takes the consumer stream before entering the block and
 records that one. Safe: it only delays the reuse of `t`'s memory to where it was meant to be.
 
-OFL106: a host->device copy whose host tensor is allocated in plain view (`torch.empty(...)` and
-friends on the CPU, in the same function or on `self` in the same class). The fix allocates it
-pinned (`pin_memory=True`). Safe: same values, page-locked memory; the copy becomes legal under
-capture and truly asynchronous outside it.
+OFL106: a host->device copy whose host tensor comes from one visible CPU allocation
+(`torch.empty(...)` and friends), followed through locals, `self` attributes and the containers
+they are stored into. The fix allocates it pinned (`pin_memory=True`). Unsafe, as the rule file
+says: same values, but page-locked memory is scarce, and only an allocation kept alive for the
+graph's lifetime may be pinned (a per-call temporary is never touched).
 """
 
 from __future__ import annotations
@@ -206,35 +207,89 @@ def _host_side_of_copy(model: ModuleModel, site: CallSite) -> cst.BaseExpression
 def _visible_allocation(
     model: ModuleModel, site: CallSite, source: cst.BaseExpression
 ) -> tuple[cst.SimpleStatementLine, cst.Call] | None:
-    """The line and the CPU factory call that allocates `source`, when there is exactly one."""
-    candidates: list[tuple[FunctionInfo, cst.CSTNode]] = []
-    if isinstance(source, cst.Name):
-        for assign in site.function.assignments:
-            if assign.order < site.order and any(
-                isinstance(t, cst.Name) and t.value == source.value for t in assign.targets
-            ):
-                candidates = [(site.function, assign.node)]  # the last one before the copy
+    """The line and the CPU factory call that allocates `source`, followed through the bindings
+    the analysis sees (a local, `self.X`, an element stored into `self.X[k]` or appended to it,
+    from whichever method stores it), when exactly one factory call is found."""
+    found: dict[int, tuple[FunctionInfo, cst.Call]] = {}
+    if not _allocations(model, site.function, source, site.order, found, 0) or len(found) != 1:
+        return None
+    fn, call = next(iter(found.values()))
+    line = next((s for s in _simple_lines(fn) if contains(s, call)), None)
+    return (line, call) if line is not None else None
+
+
+def _allocations(
+    model: ModuleModel,
+    fn: FunctionInfo,
+    expr: cst.BaseExpression,
+    before: int | None,
+    found: dict[int, tuple[FunctionInfo, cst.Call]],
+    depth: int,
+) -> bool:
+    """Collect into `found` the CPU factory calls whose results `expr` (in `fn`) may hold; False
+    when some value stored there is anything else (then there is nothing safe to pin)."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Call):
+        if not _cpu_factory(model, expr):
+            return False
+        found[id(expr)] = (fn, expr)
+        return True
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value  # an element: what was stored into the container
+    stores = _stores(model, fn, expr, before)
+    if not stores:
+        return False
+    return all(_allocations(model, owner, value, None, found, depth + 1) for owner, value in stores)
+
+
+def _stores(
+    model: ModuleModel, fn: FunctionInfo, target: cst.BaseExpression, before: int | None
+) -> list[tuple[FunctionInfo, cst.BaseExpression]]:
+    """Values assigned to `target` (a local of `fn`, or `self.X` in any method of its class), to
+    its elements, or appended to it; empty container literals (`self.host = {}`) left out."""
+    attr = self_attribute(target)
+    if attr is not None:
+        if fn.cls is None:
+            return []
+        scopes = list(fn.cls.methods.values())
+
+        def matches(t: cst.BaseExpression) -> bool:
+            return self_attribute(t) == attr
+    elif isinstance(target, cst.Name):
+        scopes = [fn]
+        name = target.value
+
+        def matches(t: cst.BaseExpression) -> bool:
+            return isinstance(t, cst.Name) and t.value == name
     else:
-        attr = self_attribute(source)
-        if attr is None or site.function.cls is None:
-            return None
-        for method in site.function.cls.methods.values():
-            for assign in method.assignments:
-                if any(self_attribute(t) == attr for t in assign.targets):
-                    candidates.append((method, assign.node))
-    if len(candidates) != 1:
-        return None
-    fn, node = candidates[0]
-    value = node.value if isinstance(node, cst.Assign | cst.AnnAssign) else None
-    if not isinstance(value, cst.Call) or not _cpu_factory(model, value):
-        return None
-    line = next(
-        (s for s in _simple_lines(fn) if any(small is node for small in s.body)),
-        None,
-    )
-    if line is None:
-        return None
-    return line, value
+        return []
+    stores: list[tuple[FunctionInfo, cst.BaseExpression]] = []
+    for scope in scopes:
+        for assign in scope.assignments:
+            if assign.value is None or (scope is fn and before is not None and assign.order >= before):
+                continue
+            for t in assign.targets:
+                base = t
+                while isinstance(base, cst.Subscript):
+                    base = base.value
+                if matches(base) and not _empty_container(assign.value):
+                    stores.append((scope, assign.value))
+        for call in scope.calls:
+            if (
+                call.method in ("append", "insert", "add")
+                and call.receiver is not None
+                and call.node.args
+                and matches(call.receiver)
+            ):
+                stores.append((scope, call.node.args[-1].value))
+    return stores
+
+
+def _empty_container(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Dict | cst.List | cst.Tuple | cst.Set):
+        return not value.elements
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("dict", "list") and not value.args
 
 
 def _simple_lines(fn: FunctionInfo) -> list[cst.SimpleStatementLine]:
