@@ -15,8 +15,6 @@ import pytest
 from offlint import catalogue as catalogue_module
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.analysis.rules import all_rules
-from offlint.diagnostics import Confidence
-from offlint.fixing.apply import FixSettings, fix_source
 from offlint.catalogue import (
     DOC_SECTIONS,
     RuleExample,
@@ -24,6 +22,8 @@ from offlint.catalogue import (
     default_selection,
     load_catalogue,
 )
+from offlint.diagnostics import Confidence
+from offlint.fixing.apply import FixSettings, fix_source
 
 CATALOGUE = load_catalogue()
 EXAMPLES = [ex for spec in CATALOGUE.values() for ex in (*spec.bad, *spec.good)]
