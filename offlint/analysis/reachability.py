@@ -40,6 +40,7 @@ from offlint.analysis.torch_api import (
     EAGER_BREAK_DECORATORS,
     GRAPHED_CALLABLES,
     HOOK_REGISTRARS,
+    MODEL_HOOK_METHODS,
 )
 from offlint.diagnostics import Confidence
 
@@ -348,7 +349,7 @@ def _raises(statement: cst.CSTNode) -> bool:
 GUARD_REASON = "tests is_current_stream_capturing() to skip work while capturing"
 # model-hook protocols (diffusers' and accelerate's ModelHook, vllm-omni's, fastvideo's ForwardHook):
 # the installed forward calls these around the module's own forward
-_HOOK_METHODS = ("pre_forward", "post_forward", "new_forward")
+_HOOK_METHODS = MODEL_HOOK_METHODS
 HOOK_REASON = "a forward hook:"
 # names too common to resolve a call `x.name()` by name alone
 _COMMON_METHOD_NAMES = frozenset(

@@ -105,8 +105,15 @@ HOOK_REGISTRARS = frozenset(
 )
 # Hook registration and `module.forward = wrapped` make code reachable only where an offloader
 # installs them (model.py), which already needs one of the names above: they open no gate alone.
+# The model-hook protocol's methods (accelerate's and diffusers' `ModelHook`) run inside the hooked
+# module's forward whatever the class holds (reachability.py): their names open the gate.
+MODEL_HOOK_METHODS = ("pre_forward", "post_forward", "new_forward")
 CAPTURE_METHOD_NAMES = (
-    STREAM_ORDERING_METHODS | {"record_event", "capture_begin"} | SEGMENTED_GRAPH_CONTEXTS | EAGER_BREAK_DECORATORS
+    STREAM_ORDERING_METHODS
+    | {"record_event", "capture_begin"}
+    | SEGMENTED_GRAPH_CONTEXTS
+    | EAGER_BREAK_DECORATORS
+    | set(MODEL_HOOK_METHODS)
 )
 # - attributes whose assignment installs capture-reachable code by itself: none (see above)
 CAPTURE_ASSIGNED_ATTRS: frozenset[str] = frozenset()
