@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 import types
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +147,9 @@ def test_help_shows_the_real_defaults() -> None:
         # (click marks "no default" with a sentinel object of its own)
         if key is None or not isinstance(parameter.default, (bool, int, float, str)):
             continue
-        assert build_options({key: parameter.default}, {}) == defaults, parameter.name
+        given = build_options({key: parameter.default}, {})
+        # (only whether the batch sizes came from the user differs)
+        assert replace(given, batch_sizes_given=False) == defaults, parameter.name
 
 
 def test_init_args_parse_json_values_or_strings() -> None:
@@ -707,7 +710,12 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         scenario_module,
         "count_h2d_copies",
-        lambda fn, repeats: {"copies": 2.0, "bytes": 2.0, "kinds": {}, "calls": repeats},
+        lambda fn, repeats, keep_trace=None: {
+            "copies": 2.0,
+            "bytes": 2.0,
+            "kinds": {},
+            "calls": repeats,
+        },
     )
 
 
@@ -723,6 +731,7 @@ def test_life_cycle_dry_run_on_cpu(fake_cuda: None) -> None:
         replay_rounds=2,
         warmup_iters=1,
         timing_iters=3,
+        compile=True,
     )
     raw = ScenarioRun(spec, device=torch.device("cpu")).run()
     assert raw["phase_errors"] == [], raw["phase_errors"]
@@ -773,18 +782,31 @@ def test_scenarios_are_spread_over_gpus_one_process_per_gpu(
     overlaps: list[int] = []
     lock = threading.Lock()
 
-    def fake_worker(spec: ScenarioSpec, timeout_s: float) -> dict[str, Any]:
+    started: list[object] = []
+
+    class FakeWorker:
+        def __init__(self) -> None:
+            started.append(self)
+
+        def close(self) -> None:
+            pass
+
+    def fake_run_in(worker: object, spec: ScenarioSpec, timeout_s: float) -> dict[str, Any]:
         with lock:
             running[spec.device_index] = running.get(spec.device_index, 0) + 1
             overlaps.append(running[spec.device_index])
         time.sleep(0.05)
         with lock:
             running[spec.device_index] -= 1
-        return {"scenario": spec.name, "device_index": spec.device_index}
+        failed = spec.name == "s1"  # a failed capture: the next scenario gets a fresh process
+        return {"scenario": spec.name, "device_index": spec.device_index, "capture": {"ok": not failed}}
 
-    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    monkeypatch.setattr(runner, "WorkerProcess", FakeWorker)
+    monkeypatch.setattr(runner, "run_in", fake_run_in)
     specs = [ScenarioSpec(name=f"s{i}", target="t.py", model=ModelConfig()) for i in range(5)]
     results = runner.run_on_gpus(specs, (0, 3), 10.0, progress=lambda line: None)
     assert [r["scenario"] for r in results] == [f"s{i}" for i in range(5)]  # order kept
     assert {r["device_index"] for r in results} == {0, 3}
     assert max(overlaps) == 1  # never two scenarios on one GPU at once
+    # One process per GPU, shared by its scenarios, and a fresh one after the failed capture.
+    assert len(started) == 3

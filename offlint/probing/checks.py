@@ -141,6 +141,21 @@ def describe_capture_error(error: dict[str, Any]) -> str:
     source = error.get("source")
     if source:
         text += f" at {source['file']}:{source['line']} in {source['function']}: {source['code']}"
+    hazard = error.get("hazard")
+    if hazard:
+        text += f"; {describe_hazard(hazard)}"
+    return text
+
+
+def describe_hazard(hazard: dict[str, Any]) -> str:
+    """The sanitizer's account of a call, in a line: rule, the call's line, the other line."""
+    here = (hazard.get("here") or [None])[0]
+    text = f"the sanitizer saw {hazard['rule']} {hazard['name']}: {hazard['what']}"
+    if here:
+        text += f" at {here['file']}:{here['line']} ({here['code']})"
+    other = (hazard.get("other") or [None])[0]
+    if other and hazard.get("other_label"):
+        text += f"; {hazard['other_label']}: {other['file']}:{other['line']} ({other['code']})"
     return text
 
 
@@ -160,7 +175,16 @@ def _capture_check(raw: dict[str, Any]) -> tuple[str, str, int | None]:
 
 
 def _expected_copies(raw: dict[str, Any]) -> int:
-    return len(raw.get("host_weights", []))
+    """An --entry's own `expected_copies`, else one copy per host weight, else (an --entry
+    whose host copies are not its parameters) as many as an eager step makes."""
+    if raw.get("expected_copies") is not None:
+        return int(raw["expected_copies"])
+    host = len(raw.get("host_weights", []))
+    if host == 0 and raw.get("entry"):
+        per_eager = (raw.get("h2d") or {}).get("per_eager_step") or {}
+        if per_eager:
+            return round(next(iter(per_eager.values()))["copies"])
+    return host
 
 
 def _h2d_check(raw: dict[str, Any]) -> tuple[str, str]:

@@ -18,6 +18,9 @@ from offlint.probing.errors import ProbeUsageError
 # click parameter name → options key (the pyproject spelling).
 _OPTION_KEYS = {
     "target": "target",
+    "entry": "entry",
+    "watch": "watch",
+    "trace": "trace",
     "gpu": "gpu",
     "layers": "layers",
     "hidden": "hidden",
@@ -51,7 +54,21 @@ _OPTION_KEYS = {
     "probe",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.argument("target", required=False)
+@click.argument("args", nargs=-1, metavar="[TARGET | -- COMMAND...]")
+@click.option(
+    "--entry",
+    metavar="MODULE:FUNC",
+    help="Probe your own model: pkg.module:build or path/file.py:build returns the model with "
+    "its offloading installed and make_inputs(batch_size) (README: the --entry protocol); or a "
+    "bundled example: group-offload, prefetch-offload, sglang-offload. --init-arg values go to "
+    "build().",
+)
+@click.option(
+    "--sanitize",
+    is_flag=True,
+    help="Run `-- python script.py ARGS` under the capture sanitizer: stop at the first "
+    "stream/event call CUDA graph capture would reject, with both stacks and the rule code.",
+)
 @click.option(
     "--gpu",
     default="0",
@@ -128,9 +145,23 @@ _OPTION_KEYS = {
 @click.option(
     "--compile/--no-compile",
     "compile_check",
+    default=False,
+    show_default=True,
+    help="Also check whether the offloaded forward traces with torch.compile(fullgraph=True), "
+    "as engines that compile before they capture need (a few seconds per scenario).",
+)
+@click.option(
+    "--watch/--no-watch",
     default=True,
     show_default=True,
-    help="Check that the hooked forward traces with torch.compile(fullgraph=True).",
+    help="Watch the stream and event calls of the life cycle, so a failed capture names the "
+    "call that caused it and its rule code.",
+)
+@click.option(
+    "--trace",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the profiler traces (Chrome/Perfetto JSON, one per scenario and step kind) in "
+    "this folder.",
 )
 @click.option(
     "--scenario",
@@ -160,12 +191,23 @@ _OPTION_KEYS = {
     "--timeout", type=float, default=900.0, show_default=True, help="Seconds one scenario may take."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json"]),
+    help="text (tables) or json. Default: json when --output-file ends in .json, else text.",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report here instead of stdout.",
+)
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="= --output-format json.")
 @click.option(
     "--output",
-    "-o",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the run as JSON to this file.",
+    hidden=True,
+    help="Old spelling: also write the run as JSON to this file (tables stay on stdout).",
 )
 @click.option(
     "--config",
@@ -174,20 +216,46 @@ _OPTION_KEYS = {
 )
 @click.pass_context
 def probe_command(
-    ctx: click.Context, as_json: bool, output: Path | None, config: Path | None, **values: Any
+    ctx: click.Context,
+    args: tuple[str, ...],
+    sanitize: bool,
+    output_format: str | None,
+    output_file: Path | None,
+    as_json: bool,
+    output: Path | None,
+    config: Path | None,
+    **values: Any,
 ) -> None:
     """Drive an offloader through a decode graph runner's life on a GPU and report numbers.
 
     TARGET is path/to/file.py[:Class] or package.module[:Class], an offloader in the
-    prefetch/wait shape. Without TARGET the bundled fixtures run (the broken original, the
-    merged inline fix, the smallest correct inline fix and the overlap fix), each against what
-    it is expected to do.
+    prefetch/wait shape, attached to the probe's own layer stack. --entry MODULE:FUNC probes
+    your own model with your own offloading instead. Without either the bundled fixtures run
+    (the broken original, the merged inline fix, the smallest correct inline fix and the
+    overlap fix), each against what it is expected to do. --sanitize -- python script.py ARGS
+    runs any program under the capture sanitizer.
 
-    Exit status: 0 every check passed (bundled: every scenario did what it is expected to do),
-    1 a check failed, 2 no usable GPU, a bad TARGET or bad options.
+    Exit status: 0 every check passed (bundled: every scenario did what it is expected to do;
+    --sanitize: no violation), 1 a check failed (a violation), 2 no usable GPU, a bad TARGET,
+    a setup error in it (import, environment, constructor) or bad options.
     """
     stderr = Console(stderr=True, highlight=False)
+    fmt = "json" if as_json else output_format
+    if fmt is None:
+        fmt = "json" if output_file is not None and output_file.suffix == ".json" else "text"
     try:
+        if sanitize:
+            from offlint.probing.sanitize_command import run_sanitized
+
+            status, document = run_sanitized(list(args), values.get("timeout"))
+            _emit_sanitized(document, fmt, output_file)
+            sys.exit(status)
+        if len(args) > 1:
+            raise ProbeUsageError(
+                f"one TARGET expected, got {len(args)} arguments (a command to run goes after "
+                "--sanitize --)"
+            )
+        values["target"] = args[0] if args else None
         options = _resolve_options(ctx, config, values)
         from offlint.probing.runner import probe
 
@@ -197,12 +265,20 @@ def probe_command(
     except ProbeUsageError as exc:
         click.echo(f"offlint probe: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    from offlint.probing.report import render_console, render_json
+    from offlint.probing.report import render_console, render_json, summary_line
 
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(render_json(document) + "\n", encoding="utf-8")
-    if as_json:
+    if output_file is not None:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "json":
+            output_file.write_text(render_json(document) + "\n", encoding="utf-8")
+        else:
+            with output_file.open("w", encoding="utf-8") as stream:
+                render_console(document, Console(file=stream, width=160, no_color=True))
+        click.echo(summary_line(document), err=True)
+    elif fmt == "json":
         click.echo(render_json(document))
     else:
         console = Console(highlight=False)
@@ -211,6 +287,19 @@ def probe_command(
             console = Console(highlight=False, width=160)
         render_console(document, console)
     sys.exit(document["exit_code"])
+
+
+def _emit_sanitized(document: dict[str, Any], fmt: str, output_file: Path | None) -> None:
+    import json
+
+    from offlint.probing.sanitize_command import render_sanitized
+
+    text = json.dumps(document, indent=2) if fmt == "json" else render_sanitized(document)
+    if output_file is not None:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        output_file.write_text(text + "\n", encoding="utf-8")
+    else:
+        click.echo(text)
 
 
 def _resolve_options(ctx: click.Context, config: Path | None, values: dict[str, Any]) -> Any:
@@ -225,9 +314,11 @@ def _resolve_options(ctx: click.Context, config: Path | None, values: dict[str, 
     pyproject = read_pyproject_settings(pyproject_path) if pyproject_path else {}
     given: dict[str, Any] = {}
     for name, value in values.items():
-        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
+        if name == "target":
+            if value is not None:
+                given["target"] = value
             continue
-        if name == "target" and value is None:
+        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
             continue
         if name == "init_arg":
             try:
@@ -236,5 +327,7 @@ def _resolve_options(ctx: click.Context, config: Path | None, values: dict[str, 
                 raise ProbeUsageError(f"--init-arg: {exc}") from None
         if name == "scenario":
             value = list(value)
+        if name == "trace":
+            value = str(value.resolve())
         given[_OPTION_KEYS[name]] = value
     return build_options(given, pyproject)

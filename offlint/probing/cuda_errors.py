@@ -15,6 +15,8 @@ import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from offlint.probing.errors import is_user_file
+
 # Numbers and names from cudaError_t (CUDA runtime API, driver_types.h), with the text
 # cudaGetErrorString gives, which is what PyTorch puts into its messages.
 CUDA_ERRORS: dict[int, tuple[str, str]] = {
@@ -144,8 +146,7 @@ def triggering_line(exc: BaseException, target_files: list[str]) -> SourceLine |
         if any(_same_file(frame.filename, path) for path in target_files):
             return _source_line(frame)
     for frame in reversed(frames):
-        normalized = frame.filename.replace("\\", "/")
-        if "/torch/" not in normalized and "/offlint/probing/" not in normalized:
+        if is_user_file(frame.filename):
             return _source_line(frame)
     return None
 

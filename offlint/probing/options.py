@@ -65,6 +65,8 @@ class ModelConfig:
 @dataclass(frozen=True)
 class ProbeOptions:
     target: str | None = None
+    # `--entry`: the user's own model (entry.py's protocol), or a bundled example's name.
+    entry: str | None = None
     gpus: tuple[int, ...] = (0,)
     model: ModelConfig = field(default_factory=ModelConfig)
     replay_rounds: int = 3
@@ -75,7 +77,15 @@ class ProbeOptions:
     min_overlap_speedup: float = 1.6
     timing: bool = True
     profile: bool = True
-    compile: bool = True
+    compile: bool = False
+    # Watch the stream/event calls of the life cycle (sanitizer.py, recording only) so that a
+    # capture failure is reported with the call that caused it and its rule code.
+    watch: bool = True
+    # `--trace DIR`: keep the profiler traces the H2D copies are counted from.
+    trace_dir: str | None = None
+    # The batch sizes came from the user (command line or pyproject), not the default: an
+    # `--entry` that names its own sizes keeps them otherwise.
+    batch_sizes_given: bool = False
     scenarios: tuple[str, ...] = ()
     methods: MethodNames = field(default_factory=MethodNames)
     init_kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -231,6 +241,7 @@ def _init_kwargs(value: Any) -> dict[str, Any]:
 # Every settable key: pyproject spelling (kebab-case; snake_case is accepted too) → converter.
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "target": _string,
+    "entry": _string,
     "gpu": parse_gpus,
     "layers": _positive_int,
     "hidden": _positive_int,
@@ -247,6 +258,8 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "timing": _boolean,
     "profile": _boolean,
     "compile": _boolean,
+    "watch": _boolean,
+    "trace": _string,
     "scenarios": _string_list,
     "wrap-method": _identifier,
     "post-init-method": _identifier,
@@ -294,12 +307,14 @@ def read_pyproject_settings(path: Path) -> dict[str, Any]:
             settings[key] = _CONVERTERS[key](raw_value)
         except ValueError as exc:
             raise ProbeUsageError(f"{raw_key} in [tool.offlint.probe] of {path}: {exc}") from None
-    target = settings.get("target")
-    if target is not None and not looks_like_module(target):
-        # A file TARGET in pyproject is relative to the pyproject, not to the current directory.
-        head, sep, attr = target.partition(":")
-        if not Path(head).is_absolute():
-            settings["target"] = str((path.parent / head).resolve()) + sep + attr
+    for key in ("target", "entry"):
+        target = settings.get(key)
+        if target is not None and not looks_like_module(target):
+            # A file TARGET in pyproject is relative to the pyproject, not to the current
+            # directory.
+            head, sep, attr = target.partition(":")
+            if not Path(head).is_absolute():
+                settings[key] = str((path.parent / head).resolve()) + sep + attr
     return settings
 
 
@@ -341,8 +356,11 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
             f"--prefetch {model.prefetch} is more than the {offloaded} offloaded layers"
         )
     defaults = ProbeOptions()
+    if merged.get("target") is not None and merged.get("entry") is not None:
+        raise ProbeUsageError("give a TARGET offloader class or --entry, not both")
     return ProbeOptions(
         target=merged.get("target"),
+        entry=merged.get("entry"),
         gpus=merged.get("gpu", defaults.gpus),
         model=model,
         replay_rounds=merged.get("replays", defaults.replay_rounds),
@@ -354,6 +372,9 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
         timing=merged.get("timing", defaults.timing),
         profile=merged.get("profile", defaults.profile),
         compile=merged.get("compile", defaults.compile),
+        watch=merged.get("watch", defaults.watch),
+        trace_dir=merged.get("trace", defaults.trace_dir),
+        batch_sizes_given="batch-sizes" in merged,
         scenarios=merged.get("scenarios", defaults.scenarios),
         methods=MethodNames(
             wrap=merged.get("wrap-method"),

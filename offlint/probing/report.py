@@ -26,6 +26,7 @@ from offlint.probing.checks import (
     REPLAY,
     WEIGHT_UPDATE,
     describe_capture_error,
+    describe_hazard,
 )
 
 _COLUMNS = [
@@ -77,7 +78,9 @@ def _short_value(name: str, raw: dict[str, Any], evaluation: dict[str, Any]) -> 
         batch = _first_batch(raw)
         if batch in per_replay:
             measured = per_replay[batch]
-            expected = len(raw.get("host_weights", []))
+            expected = raw.get("expected_copies")
+            if expected is None:
+                expected = len(raw.get("host_weights", []))
             return f"{measured['copies']:g} / {expected} ({measured['bytes'] / 2**20:.0f} MiB)"
         return ""
     if name == GRAPH_SPEED:
@@ -213,16 +216,26 @@ def detail_lines(scenario: dict[str, Any]) -> list[Text]:
         lines.append(Text(f"  ✗ {problem}", style="red"))
     for warning in evaluation.get("warnings", []):
         lines.append(Text(f"  ! {warning}", style="yellow"))
+    capture_hazard = (error or {}).get("hazard")
+    for hazard in raw.get("hazards", []):
+        same = capture_hazard and hazard.get("here") == capture_hazard.get("here")
+        if not same:
+            lines.append(
+                Text(f"  ! in {hazard.get('phase')}: {describe_hazard(hazard)}", style="yellow")
+            )
+    host = raw.get("host_weights") or []
+    pageable = [w for w in host if w.get("device") == "cpu" and not w.get("pinned")]
+    if pageable:
+        lines.append(
+            Text(
+                f"  ! {len(pageable)} of {len(host)} host weights are pageable (not pinned): "
+                "a capture cannot copy them (OFL106), and eager copies from them are synchronous",
+                style="yellow",
+            )
+        )
     compile_result = raw.get("compile")
     if compile_result:
-        if compile_result.get("ok"):
-            lines.append(Text("  torch.compile(fullgraph=True): traces as one graph"))
-        else:
-            text = f"  torch.compile(fullgraph=True): breaks: {compile_result.get('reason')}"
-            source = compile_result.get("source")
-            if source:
-                text += f" at {source['file']}:{source['line']} ({source['code']})"
-            lines.append(Text(text, style="dim"))
+        lines.append(compile_line(compile_result))
     # Every other phase's error already shows as a failed check, a problem or a warning.
     for entry in raw.get("phase_errors", []):
         if entry.get("phase") == "compile":
@@ -230,6 +243,28 @@ def detail_lines(scenario: dict[str, Any]) -> list[Text]:
             message = f"{root.get('type')}: {root.get('message')}"
             lines.append(Text(f"  torch.compile check could not run: {message}", style="dim"))
     return lines
+
+
+def compile_line(result: dict[str, Any]) -> Text:
+    """What the torch.compile check means for someone whose engine compiles before capturing."""
+    if result.get("ok"):
+        return Text(
+            "  torch.compile(fullgraph=True): the offloaded forward traces as one graph, so an "
+            "engine that compiles before it captures keeps it compiled"
+        )
+    text = (
+        "  torch.compile(fullgraph=True) cannot trace the offloaded forward "
+        f"({result.get('reason')}"
+    )
+    source = result.get("source")
+    if source:
+        text += f", at {source['file']}:{source['line']}: {source['code']}"
+    text += (
+        "): not a capture failure: an engine that compiles with fullgraph=True fails there, "
+        "and without it the forward is split at that line (a graph break) and runs partly "
+        "eager; OFL301 names the usual cause"
+    )
+    return Text(text, style="yellow")
 
 
 def summary_line(document: dict[str, Any]) -> str:

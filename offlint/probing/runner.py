@@ -8,10 +8,13 @@ bandwidth, which is what their H2D copies use: time on one GPU when the numbers 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import importlib.util
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,10 +39,14 @@ from offlint.probing.checks import (
 from offlint.probing.errors import ProbeUsageError
 from offlint.probing.options import ProbeOptions, looks_like_module
 from offlint.probing.spec import ScenarioSpec
-from offlint.probing.target import MODULE_OFFLOADER, constructor_kwargs, load_target
 
 SCHEMA = "offlint-probe/1"
 Progress = Callable[[str], None]
+
+
+# A TARGET's import and construction (or an --entry's import) must finish within this, whatever
+# --timeout allows the whole scenario: a hang at import is a setup error, not a long wait.
+SETUP_TIMEOUT_S = 180.0
 
 
 @dataclass(frozen=True)
@@ -48,36 +55,26 @@ class PlannedScenario:
     target: str
     description: str
     expectation: Expectation | None
+    entry: bool = False
 
 
 def plan(options: ProbeOptions) -> list[PlannedScenario]:
-    """The scenarios to run, each TARGET loaded once here so that a bad one is exit 2 before
-    any GPU work."""
-    if options.target is not None:
-        if options.scenarios:
-            raise ProbeUsageError("--scenario selects bundled scenarios: give it without TARGET")
-        planned = [PlannedScenario("target", absolute_target(options.target), "", None)]
-    else:
-        planned = [
-            PlannedScenario(s.name, bundled_target(s), s.description, s.expectation)
-            for s in select_bundled(options.scenarios)
-        ]
-    for scenario in planned:
-        target = load_target(scenario.target, options.methods)
-        # The constructor is checked with stand-ins for what the probe supplies at run time.
-        stand_ins = (
-            {
-                "module": None,
-                "alt_stream": None,
-                "whitelist_param_names": None,
-                "mode": "cpu",
-                "resident_parameter_ids": set(),
-            }
-            if target.shape == MODULE_OFFLOADER
-            else {"group_size": 1, "num_in_group": 1, "prefetch_step": 1, "mode": "cpu"}
+    """The scenarios to run. Nothing of the user's is imported here: the worker does that
+    (validate), under a timeout."""
+    if (options.target is not None or options.entry is not None) and options.scenarios:
+        raise ProbeUsageError(
+            "--scenario selects bundled scenarios: give it without TARGET or --entry"
         )
-        constructor_kwargs(target.cls, stand_ins, dict(options.init_kwargs))
-    return planned
+    if options.entry is not None:
+        from offlint.probing.entry import resolve_entry_spec
+
+        return [PlannedScenario("entry", resolve_entry_spec(options.entry), "", None, True)]
+    if options.target is not None:
+        return [PlannedScenario("target", absolute_target(options.target), "", None)]
+    return [
+        PlannedScenario(s.name, bundled_target(s), s.description, s.expectation)
+        for s in select_bundled(options.scenarios)
+    ]
 
 
 def absolute_target(target: str) -> str:
@@ -88,86 +85,207 @@ def absolute_target(target: str) -> str:
     return str(Path(head).resolve()) + sep + attr
 
 
-def check_gpus(gpus: tuple[int, ...]) -> None:
-    """Exit 2, in one line, unless torch with CUDA sees every requested GPU."""
-    try:
-        import torch
-    except ImportError:
+def check_torch() -> None:
+    """Exit 2, in one line naming the extra, when torch is not installed (found, not imported:
+    the worker imports it)."""
+    if importlib.util.find_spec("torch") is None:
         raise ProbeUsageError(
             "torch is not installed: offlint probe needs PyTorch with CUDA "
             "(pip install 'offlint[probe]')"
-        ) from None
-    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    for index in gpus:
-        if index >= visible:
-            why = "" if torch.version.cuda else f" (torch {torch.__version__} has no CUDA)"
-            raise ProbeUsageError(f"no CUDA device {index}: {visible} visible{why}")
+        )
 
 
 def _package_root() -> str:
     return str(Path(offlint.__file__).resolve().parent.parent)
 
 
-def run_worker(spec: ScenarioSpec, timeout_s: float) -> dict[str, Any]:
-    """Run one scenario in a fresh interpreter and return its result (or why there is none)."""
-    with tempfile.TemporaryDirectory(prefix="offlint-probe-") as scratch:
-        spec_path = Path(scratch) / "spec.json"
-        result_path = Path(scratch) / "result.json"
-        spec.write(spec_path)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [_package_root(), *filter(None, [env.get("PYTHONPATH")])]
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([_package_root(), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class WorkerProcess:
+    """One `python -m offlint.probing.worker --serve`, in its own process group (a timeout kills
+    the group: whatever the scenario started goes with it)."""
+
+    def __init__(self) -> None:
+        self.scratch = tempfile.TemporaryDirectory(prefix="offlint-probe-")
+        self.stderr = open(Path(self.scratch.name) / "stderr.txt", "w+b")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "offlint.probing.worker", "--serve"],
+            env=_worker_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            start_new_session=True,
         )
-        env["PYTHONUNBUFFERED"] = "1"
-        command = [sys.executable, "-m", "offlint.probing.worker", str(spec_path), str(result_path)]
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.count = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def stderr_tail(self) -> str:
+        self.stderr.flush()
+        self.stderr.seek(0)
+        return self.stderr.read().decode("utf-8", "replace").strip()[-3000:]
+
+    def ask(
+        self, command: str, payload: dict[str, Any], timeout_s: float, setup_timeout_s: float
+    ) -> tuple[dict[str, Any] | None, str | None, str]:
+        """(result, why there is none, the phase it was in)."""
+        self.count += 1
+        spec_path = Path(self.scratch.name) / f"spec-{self.count}.json"
+        result_path = Path(self.scratch.name) / f"result-{self.count}.json"
+        spec_path.write_text(json.dumps(payload), encoding="utf-8")
+        phase = "setup"
+        started = time.monotonic()
         try:
-            completed = subprocess.run(
-                command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return {
-                "scenario": spec.name,
-                "target": spec.target,
-                "worker_error": f"timed out after {timeout_s:g} s",
-            }
-        if result_path.is_file():
+            assert self.process.stdin is not None
+            self.process.stdin.write(f"{command}\t{spec_path}\t{result_path}\n")
+            self.process.stdin.flush()
+        except OSError:
+            return None, f"worker exited with status {self.process.poll()}", phase
+        while True:
+            limit = setup_timeout_s if phase == "setup" else timeout_s
+            left = started + limit - time.monotonic()
             try:
-                result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
-                return result
-            except (OSError, ValueError) as exc:
-                return {
-                    "scenario": spec.name,
-                    "target": spec.target,
-                    "worker_error": f"unreadable result: {exc}",
-                }
-        tail = (completed.stderr or completed.stdout or "").strip()[-3000:]
-        return {
-            "scenario": spec.name,
-            "target": spec.target,
-            "worker_error": f"worker exited with status {completed.returncode} and no "
-            f"result\n{tail}",
-        }
+                line = self.lines.get(timeout=max(left, 0.0))
+            except queue.Empty:
+                self.kill()
+                where = f" in phase {phase}" if command == "run" else ""
+                return None, f"timed out after {limit:g} s{where}", phase
+            if line is None:
+                status = self.process.wait()
+                return None, f"worker exited with status {status} and no result", phase
+            if line.startswith("offlint-phase "):
+                phase = line.split(" ", 1)[1]
+            elif line == "offlint-done":
+                try:
+                    result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    return None, f"unreadable result: {exc}", phase
+                return result, None, phase
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        # Anything the scenario left running in the group goes too.
+        with contextlib.suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.stderr.close()
+        self.scratch.cleanup()
+
+
+def _spec_payload(spec: ScenarioSpec, gpus: tuple[int, ...] = ()) -> dict[str, Any]:
+    return {**spec.to_json(), "gpus": list(gpus)}
+
+
+def run_in(worker: WorkerProcess, spec: ScenarioSpec, timeout_s: float) -> dict[str, Any]:
+    result, why, phase = worker.ask(
+        "run", _spec_payload(spec), timeout_s, min(timeout_s, SETUP_TIMEOUT_S)
+    )
+    if result is not None:
+        return result
+    failed: dict[str, Any] = {"scenario": spec.name, "target": spec.target}
+    tail = worker.stderr_tail()
+    failed["worker_error"] = f"{why}\n{tail}" if tail and "timed out" not in (why or "") else why
+    if phase == "setup" and why and why.startswith("timed out"):
+        what = "--entry" if spec.entry else "TARGET"
+        failed["setup_error"] = f"{what} {spec.target}: importing or building it {why}"
+    return failed
+
+
+def run_worker(spec: ScenarioSpec, timeout_s: float) -> dict[str, Any]:
+    """Run one scenario in a fresh worker process and return its result (or why there is
+    none)."""
+    worker = WorkerProcess()
+    try:
+        return run_in(worker, spec, timeout_s)
+    finally:
+        worker.close()
+
+
+def needs_fresh_process(result: dict[str, Any]) -> bool:
+    """After a failed capture, an error or a crash, the next scenario gets a new process (its
+    CUDA context may be poisoned); otherwise they share one."""
+    capture = result.get("capture") or {}
+    return bool(
+        "worker_error" in result or result.get("phase_errors") or capture.get("ok") is False
+    )
+
+
+def validate_in(worker: WorkerProcess, spec: ScenarioSpec, gpus: tuple[int, ...]) -> None:
+    result, why, _ = worker.ask(
+        "validate", _spec_payload(spec, gpus), SETUP_TIMEOUT_S, SETUP_TIMEOUT_S
+    )
+    if result is None:
+        what = "--entry" if spec.entry else "TARGET"
+        if why and why.startswith("timed out"):
+            raise ProbeUsageError(f"{what} {spec.target}: importing it {why}")
+        tail = worker.stderr_tail().splitlines()
+        raise ProbeUsageError(
+            f"the probe's worker failed: {why}" + (f": {tail[-1]}" if tail else "")
+        )
+    if result.get("error"):
+        raise ProbeUsageError(result["error"])
 
 
 def run_on_gpus(
-    specs: list[ScenarioSpec], gpus: tuple[int, ...], timeout_s: float, progress: Progress
+    specs: list[ScenarioSpec],
+    gpus: tuple[int, ...],
+    timeout_s: float,
+    progress: Progress,
+    first_worker: WorkerProcess | None = None,
 ) -> list[dict[str, Any]]:
     pending: queue.Queue[tuple[int, ScenarioSpec]] = queue.Queue()
     for index, spec in enumerate(specs):
         pending.put((index, spec))
     results: list[dict[str, Any] | None] = [None] * len(specs)
+    handed = [first_worker]
 
     def serve(gpu: int) -> None:
-        while True:
-            try:
-                index, spec = pending.get_nowait()
-            except queue.Empty:
-                return
-            placed = ScenarioSpec.from_json({**spec.to_json(), "device_index": gpu})
-            progress(f"[gpu {gpu}] {spec.name}: running")
-            started = time.perf_counter()
-            results[index] = run_worker(placed, timeout_s)
-            progress(f"[gpu {gpu}] {spec.name}: finished in {time.perf_counter() - started:.1f} s")
+        worker = handed.pop() if gpu == gpus[0] and handed else None
+        try:
+            while True:
+                try:
+                    index, spec = pending.get_nowait()
+                except queue.Empty:
+                    return
+                placed = ScenarioSpec.from_json({**spec.to_json(), "device_index": gpu})
+                progress(f"[gpu {gpu}] {spec.name}: running")
+                started = time.perf_counter()
+                if worker is None:
+                    worker = WorkerProcess()
+                result = run_in(worker, placed, timeout_s)
+                results[index] = result
+                if needs_fresh_process(result):
+                    worker.close()
+                    worker = None
+                progress(
+                    f"[gpu {gpu}] {spec.name}: finished in {time.perf_counter() - started:.1f} s"
+                )
+        finally:
+            if worker is not None:
+                worker.close()
 
     threads = [threading.Thread(target=serve, args=(gpu,), daemon=True) for gpu in gpus]
     for thread in threads:
@@ -255,9 +373,43 @@ def finish_document(scenarios: list[dict[str, Any]], options: ProbeOptions) -> d
     }
 
 
+def _fails_capture(scenario: PlannedScenario) -> bool:
+    expectation = scenario.expectation
+    return bool(expectation and expectation.checks.get("capture") == "fail")
+
+
+def setup_error(raws: list[dict[str, Any]]) -> str | None:
+    """The first scenario's setup error (the target could not be imported or built)."""
+    for raw in raws:
+        if raw.get("setup_error"):
+            return str(raw["setup_error"])
+        for entry in raw.get("phase_errors", []):
+            if entry.get("setup_error"):
+                return str(entry["setup_error"])
+    return None
+
+
 def probe(options: ProbeOptions, progress: Progress) -> dict[str, Any]:
+    check_torch()
     planned = plan(options)
-    check_gpus(options.gpus)
-    specs = [ScenarioSpec.from_options(s.name, s.target, options) for s in planned]
-    raws = run_on_gpus(specs, options.gpus, options.timeout_s, progress)
+    specs = [ScenarioSpec.from_options(s.name, s.target, options, entry=s.entry) for s in planned]
+    first = WorkerProcess()
+    try:
+        validate_in(first, specs[0], options.gpus)
+    except BaseException:
+        first.close()
+        raise
+    # Scenarios expected to fail their capture run last: until then every scenario shares one
+    # process (a failed capture is followed by a fresh one).
+    order = sorted(range(len(planned)), key=lambda i: _fails_capture(planned[i]))
+    ordered = run_on_gpus(
+        [specs[i] for i in order], options.gpus, options.timeout_s, progress, first
+    )
+    raws: list[dict[str, Any]] = [{}] * len(planned)
+    for position, index in enumerate(order):
+        raws[index] = ordered[position]
+    if planned[0].expectation is None:
+        error = setup_error(raws)
+        if error is not None:
+            raise ProbeUsageError(error)
     return judge(planned, raws, options)

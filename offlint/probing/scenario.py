@@ -15,12 +15,15 @@ depend on it):
 8. weight update: an in-place write into an offloaded layer's host weight, then a replay of each
               graph (a graph re-reads the host address at every replay);
 9. graph timing and the H2D copies per replay;
-10. compile   whether the hooked forward of a freshly attached model traces with
+10. compile   (opt-in) whether the hooked forward of a freshly attached model traces with
               `torch.compile(fullgraph=True)` (the "eager" backend: tracing is the question, not
               code generation).
 
-Every check compares with the all-on-GPU reference model on the same input. Results are
-measurements only; the parent process judges them (checks.py).
+Every check compares with the reference on the same input (subject.py: the all-on-GPU stack,
+or an `--entry`'s own reference). While it runs, the capture sanitizer watches in "record" mode
+(paused while timing): a capture CUDA fails only at its end (900 at 901's root, with no line)
+is reported with the call that caused it. Results are measurements only; the parent process
+judges them (checks.py).
 """
 
 from __future__ import annotations
@@ -33,22 +36,22 @@ import subprocess
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from offlint.probing.attach import WEIGHT, attach
 from offlint.probing.cuda_errors import describe_exception
-from offlint.probing.model import (
-    TORCH_DTYPES,
-    LayerStack,
-    build_stack,
-    make_weights,
-    random_input,
-    relative_error,
-)
+from offlint.probing.errors import ProbeUsageError, one_line
+from offlint.probing.sanitizer import CaptureSanitizer
 from offlint.probing.spec import ScenarioSpec
-from offlint.probing.target import LoadedTarget, load_target
+from offlint.probing.subject import (
+    EntrySubject,
+    SyntheticSubject,
+    call,
+    copy_into,
+    output_error,
+)
 from offlint.probing.timing import count_h2d_copies, h2d_bandwidth, median_ms
 
 # Copies are counted over this many calls (and divided), so one stray copy cannot hide.
@@ -57,8 +60,44 @@ _PROFILED_CALLS = 3
 _WARMUPS_BEFORE_CAPTURE = 2
 
 
+# The all-on-GPU baseline of a configuration, measured once per worker process: scenarios that
+# share a process and a configuration share it (the bundled run's four do).
+_BASELINES: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
 class _PhaseFailed(Exception):
     """A phase could not complete; its error is already recorded."""
+
+
+class _Watch:
+    """The sanitizer in record mode, or nothing (`--no-watch`, or a failed install)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.sanitizer: CaptureSanitizer | None = None
+        if enabled:
+            sanitizer = CaptureSanitizer(mode="record")
+            try:
+                sanitizer.install()
+            except Exception:
+                sanitizer.uninstall()
+            else:
+                self.sanitizer = sanitizer
+
+    def paused(self) -> Any:
+        return self.sanitizer.paused() if self.sanitizer else contextlib.nullcontext()
+
+    def since(self, count: int) -> list[dict[str, Any]]:
+        if self.sanitizer is None:
+            return []
+        return [v.to_json() for v in self.sanitizer.violations[count:]]
+
+    @property
+    def seen(self) -> int:
+        return len(self.sanitizer.violations) if self.sanitizer else 0
+
+    def close(self) -> None:
+        if self.sanitizer is not None:
+            self.sanitizer.uninstall()
 
 
 class ScenarioRun:
@@ -67,15 +106,11 @@ class ScenarioRun:
         self.config = spec.model
         # `device` is for tests that dry-run the life cycle on the CPU with torch.cuda faked.
         self.device = device or torch.device("cuda", spec.device_index)
-        self.dtype = TORCH_DTYPES[spec.model.dtype]
-        self.generator: torch.Generator | None = None
-        self.target: LoadedTarget | None = None
-        self.weights: list[torch.Tensor] = []
-        self.reference: LayerStack | None = None
-        self.model: LayerStack | None = None
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor, torch.Tensor]] = {}
+        self.subject: SyntheticSubject | EntrySubject | None = None
+        self.batch_sizes: tuple[int, ...] = spec.model.batch_sizes
+        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, Any, Any]] = {}
         self.captured_any = False
-        self.offloader: Any = None  # kept alive for the whole run
+        self.watch: _Watch | None = None
         self.result: dict[str, Any] = {
             "scenario": spec.name,
             "target": spec.target,
@@ -98,17 +133,19 @@ class ScenarioRun:
             "h2d": {"per_eager_step": {}, "per_replay": {}},
             "compile": None,
         }
+        if spec.entry:
+            self.result["entry"] = True
 
     # --- bookkeeping -----------------------------------------------------------------------
 
     @property
     def target_files(self) -> list[str]:
-        if self.target is None or self.target.source_file is None:
-            return []
-        return [self.target.source_file]
+        return self.subject.target_files if self.subject is not None else []
 
     def _phase(self, name: str, body: Callable[[], None]) -> bool:
         started = time.perf_counter()
+        _announce(name)
+        seen = self.watch.seen if self.watch else 0
         try:
             body()
         except _PhaseFailed:
@@ -122,6 +159,9 @@ class ScenarioRun:
             self.result.setdefault("phase_seconds", {})[name] = round(
                 time.perf_counter() - started, 3
             )
+            if self.watch is not None:
+                for violation in self.watch.since(seen):
+                    self.result.setdefault("hazards", []).append({"phase": name, **violation})
         self.result["phases"][name] = "ok"
         return True
 
@@ -131,48 +171,50 @@ class ScenarioRun:
     def _record_error(self, phase: str, exc: BaseException) -> None:
         entry = {"phase": phase, **describe_exception(exc, self.target_files)}
         entry["traceback"] = "".join(traceback.format_exception(exc))[-6000:]
+        if phase in ("setup", "attach"):
+            # The target never ran its life cycle: a setup error, one line (exit 2).
+            entry["setup_error"] = str(exc) if isinstance(exc, ProbeUsageError) else one_line(exc)
         self.result["phase_errors"].append(entry)
         _synchronize_quietly()
 
-    def _input(self, batch: int) -> torch.Tensor:
-        assert self.generator is not None
-        return random_input(batch, self.config.hidden, self.dtype, self.device, self.generator)
+    def _input(self, batch: int) -> Any:
+        assert self.subject is not None
+        return self.subject.make_input(batch)
 
-    def _check(
-        self, phase: str, batch: int, output: torch.Tensor, reference: torch.Tensor, note: str
-    ) -> None:
-        rel = relative_error(output, reference)
+    def _forward(self, inputs: Any) -> Any:
+        assert self.subject is not None
+        return call(self.subject.model, inputs)
+
+    def _check(self, phase: str, batch: int, output: Any, inputs: Any, note: str) -> None:
+        assert self.subject is not None
+        rel, exact = output_error(output, self.subject.expected(inputs))
         self.result["steps"].append(
-            {
-                "phase": phase,
-                "batch": batch,
-                "rel_err": rel,
-                "exact": bool(torch.equal(output, reference)),
-                "note": note,
-            }
+            {"phase": phase, "batch": batch, "rel_err": rel, "exact": exact, "note": note}
         )
 
     def _eager_step(self, batch: int, note: str) -> None:
-        assert self.model is not None and self.reference is not None
         phase = "eager_after_capture" if self.captured_any else "eager"
         x = self._input(batch)
-        output = self.model(x)
-        self._check(phase, batch, output, self.reference(x), note)
+        output = self._forward(x)
+        self._check(phase, batch, output, x, note)
 
     def _replay_step(self, phase: str, batch: int, note: str) -> None:
-        assert self.reference is not None
         graph, static_x, static_out = self.graphs[batch]
         x = self._input(batch)
-        static_x.copy_(x)
+        copy_into(static_x, x)
         graph.replay()
-        self._check(phase, batch, static_out, self.reference(x), note)
+        self._check(phase, batch, static_out, x, note)
 
     # --- phases ----------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
-        with torch.no_grad():
-            self._run_phases()
+        self.watch = _Watch(self.spec.watch)
+        try:
+            with torch.no_grad():
+                self._run_phases()
+        finally:
+            self.watch.close()
         self.result["wall_s"] = round(time.perf_counter() - started, 3)
         return self.result
 
@@ -204,115 +246,137 @@ class ScenarioRun:
         if spec.compile:
             self._phase("compile", self._compile_check)
         else:
-            self._skip("compile", "compile check off")
+            self._skip("compile", "compile check off (--compile)")
 
     def _setup(self) -> None:
         torch.cuda.set_device(self.device)
         self.result["environment"] = environment(self.device)
-        self.target = load_target(self.spec.target, self.spec.methods)
-        self.result["target_class"] = self.target.label
-        self.result["target_shape"] = self.target.shape
-        self.result["target_file"] = self.target.source_file
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(self.spec.seed)
-        self.weights = make_weights(
-            self.config.layers, self.config.hidden, self.dtype, self.device, self.generator
-        )
-        self.reference = build_stack(self.weights).to(self.device)
+        subject_type = EntrySubject if self.spec.entry else SyntheticSubject
+        self.subject = subject_type(self.spec, self.device)
+        self.batch_sizes = tuple(self.subject.batch_sizes or self.config.batch_sizes)
+        self.result["model"]["batch_sizes"] = list(self.batch_sizes)
+        if self.spec.entry:
+            self.result["model"] = {"batch_sizes": list(self.batch_sizes), "entry": True}
+        self.result["target_class"] = self.subject.label
+        self.result["target_shape"] = self.subject.shape
+        self.result["target_file"] = self.subject.source_file
 
     def _baseline(self) -> None:
-        """All weights on the GPU: the compute floor, and the H2D bandwidth."""
-        assert self.reference is not None
-        timing = self.result["timing"]
-        layer_bytes = self.weights[0].numel() * self.weights[0].element_size()
-        timing["h2d"] = h2d_bandwidth(
-            layer_bytes, self.device, self.spec.warmup_iters, self.spec.timing_iters
+        """The reference captured per batch size (the compute floor), and the H2D bandwidth.
+        Measured once per process and configuration (scenarios sharing a worker share it)."""
+        subject = self.subject
+        assert subject is not None
+        key = (
+            self.spec.target if self.spec.entry else None,
+            self.config,
+            self.batch_sizes,
+            self.spec.seed,
+            self.device,
+            self.spec.warmup_iters,
+            self.spec.timing_iters,
         )
-        pool = torch.cuda.graph_pool_handle()
-        # Every graph of a shared pool stays alive until the last is captured: releasing one
-        # can release the pool under the next capture.
-        graphs = []
-        for batch in self.config.batch_sizes:
-            static_x = self._input(batch)
-            for _ in range(_WARMUPS_BEFORE_CAPTURE):
-                self.reference(static_x)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
-                self.reference(static_x)
-            graphs.append(graph)
-            timing["reference_graph"][str(batch)] = median_ms(
-                graph.replay, self.spec.warmup_iters, self.spec.timing_iters
+        timing = self.result["timing"]
+        cached = _BASELINES.get(key)
+        if cached is not None:
+            timing["reference_graph"] = dict(cached["reference_graph"])
+            timing["h2d"] = dict(cached["h2d"]) if cached["h2d"] else None
+            self.result["baseline_shared"] = True
+            return
+        with self.watch.paused() if self.watch else contextlib.nullcontext():
+            timing["h2d"] = h2d_bandwidth(
+                subject.probe_bytes(), self.device, self.spec.warmup_iters, self.spec.timing_iters
             )
-        torch.cuda.synchronize()
-        del graphs
-        torch.cuda.empty_cache()
+            reference = subject.reference
+            if reference is not None:
+                pool = torch.cuda.graph_pool_handle()
+                # Every graph of a shared pool stays alive until the last is captured:
+                # releasing one can release the pool under the next capture.
+                graphs = []
+                for batch in self.batch_sizes:
+                    static_x = self._input(batch)
+                    for _ in range(_WARMUPS_BEFORE_CAPTURE):
+                        call(reference, static_x)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, pool=pool):
+                        call(reference, static_x)
+                    graphs.append(graph)
+                    timing["reference_graph"][str(batch)] = median_ms(
+                        graph.replay, self.spec.warmup_iters, self.spec.timing_iters
+                    )
+                torch.cuda.synchronize()
+                del graphs
+                torch.cuda.empty_cache()
+        _BASELINES[key] = {
+            "reference_graph": dict(timing["reference_graph"]),
+            "h2d": dict(timing["h2d"]) if timing["h2d"] else None,
+        }
 
     def _attach(self) -> None:
-        assert self.target is not None
-        self.model = build_stack(self.weights).to(self.device)
-        attached = attach(self.target, self.model, self.config, dict(self.spec.init_kwargs))
-        self.result["constructor"] = attached.constructor
-        self.offloader = attached.offloader
-        host_weights = []
-        for index, layer in enumerate(self.model.layers):
-            weight = layer.get_parameter(WEIGHT)
-            if weight.device != self.device:
-                host_weights.append(
-                    {
-                        "layer": index,
-                        "device": str(weight.device),
-                        "pinned": bool(weight.device.type == "cpu" and weight.is_pinned()),
-                        "bytes": weight.numel() * weight.element_size(),
-                    }
-                )
-        self.result["host_weights"] = host_weights
+        assert self.subject is not None
+        self.subject.attach()
+        self.result["constructor"] = self.subject.constructor
+        self.result["host_weights"] = self.subject.host_weights()
+        if self.subject.expected_copies is not None:
+            self.result["expected_copies"] = int(self.subject.expected_copies)
 
     def _eager(self) -> None:
-        for batch in self.config.batch_sizes:
+        for batch in self.batch_sizes:
             self._eager_step(batch, "first eager forward (warm-up)")
 
     def _eager_timing(self) -> None:
-        assert self.model is not None
-        model = self.model
-        heavy = self.config.batch_sizes[0]
-        if self.spec.timing:
-            timing = self.result["timing"]
-            for batch in self.config.batch_sizes:
-                x = self._input(batch)
+        heavy = self.batch_sizes[0]
+        forward = self._forward
+        with self.watch.paused() if self.watch else contextlib.nullcontext():
+            if self.spec.timing:
+                timing = self.result["timing"]
+                for batch in self.batch_sizes:
+                    x = self._input(batch)
 
-                def step(x: torch.Tensor = x) -> torch.Tensor:
-                    return model(x)
+                    def step(x: Any = x) -> Any:
+                        return forward(x)
 
-                timing["eager"][str(batch)] = median_ms(
-                    step, self.spec.warmup_iters, self.spec.timing_iters
+                    timing["eager"][str(batch)] = median_ms(
+                        step, self.spec.warmup_iters, self.spec.timing_iters
+                    )
+            if self.spec.profile:
+                x = self._input(heavy)
+                h2d = self.result["h2d"]
+                h2d["per_eager_step"][str(heavy)] = count_h2d_copies(
+                    lambda: forward(x), _PROFILED_CALLS, self._trace_path(f"eager-{heavy}")
                 )
-        if self.spec.profile:
-            x = self._input(heavy)
-            h2d = self.result["h2d"]
-            h2d["per_eager_step"][str(heavy)] = count_h2d_copies(lambda: model(x), _PROFILED_CALLS)
         # The timed forwards were eager too: check the model is still exact after them.
         self._eager_step(heavy, "eager forward after the timed eager steps")
 
+    def _trace_path(self, what: str) -> str | None:
+        if not self.spec.trace_dir:
+            return None
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.spec.name}-{what}")
+        return str(Path(self.spec.trace_dir) / f"{name}.json")
+
     def _capture(self) -> None:
-        assert self.model is not None
         pool = torch.cuda.graph_pool_handle()
         capture: dict[str, Any] = {"ok": False, "graphs": [], "error": None}
         self.result["capture"] = capture
-        for batch in self.config.batch_sizes:
+        for batch in self.batch_sizes:
             for round_index in range(_WARMUPS_BEFORE_CAPTURE):
                 self._eager_step(
                     batch, f"graph-runner warm-up {round_index + 1} before capturing batch {batch}"
                 )
             static_x = self._input(batch)
             graph = torch.cuda.CUDAGraph()
+            seen = self.watch.seen if self.watch else 0
             try:
                 with torch.cuda.graph(graph, pool=pool):
-                    static_out = self.model(static_x)
+                    static_out = self._forward(static_x)
             except Exception as exc:
                 self.captured_any = True
                 capture["graphs"].append({"batch": batch, "ok": False})
                 capture["error"] = {"batch": batch, **describe_exception(exc, self.target_files)}
                 capture["error"]["traceback"] = "".join(traceback.format_exception(exc))[-6000:]
+                hazards = self.watch.since(seen) if self.watch else []
+                if hazards:
+                    # What the sanitizer saw first in this capture: the call CUDA objected to.
+                    capture["error"]["hazard"] = hazards[0]
                 _synchronize_quietly()
                 raise _PhaseFailed from None
             self.captured_any = True
@@ -322,78 +386,74 @@ class ScenarioRun:
 
     def _eager_after_capture(self) -> None:
         self._eager_step(
-            self.config.batch_sizes[0],
-            "first eager forward after the last capture, before any replay",
+            self.batch_sizes[0], "first eager forward after the last capture, before any replay"
         )
 
     def _replays(self) -> None:
         for round_index in range(self.spec.replay_rounds):
-            for batch in self.config.batch_sizes:
+            for batch in self.batch_sizes:
                 self._replay_step("replay", batch, f"replay round {round_index + 1}")
 
     def _weight_update(self) -> None:
-        """Write new values into the first offloaded layer's host weight, in place, as a weight
-        update must (rebinding would leave the graphs reading the old storage), then replay."""
-        assert self.model is not None and self.reference is not None
-        layer_index = self.config.offloaded_layers[0]
-        weight = self.model.layers[layer_index].get_parameter(WEIGHT)
-        if weight.device.type != "cpu":
-            self.result["weight_update"] = {
-                "layer": layer_index,
-                "applied": False,
-                "why": f"the offloaded weight lives on {weight.device}, not in host memory",
-            }
+        assert self.subject is not None
+        update = self.subject.update_weights()
+        self.result["weight_update"] = update
+        if not update.get("applied"):
             return
-        assert self.generator is not None
-        new_weight = make_weights(1, self.config.hidden, self.dtype, self.device, self.generator)[0]
-        torch.cuda.synchronize()  # no copy of the old values may still be reading the host buffer
-        weight.copy_(new_weight.cpu())
-        self.reference.layers[layer_index].get_parameter(WEIGHT).copy_(new_weight)
-        torch.cuda.synchronize()
-        self.result["weight_update"] = {"layer": layer_index, "applied": True}
-        for batch in self.config.batch_sizes:
+        where = f"layer {update['layer']}'s" if "layer" in update else "the"
+        for batch in self.batch_sizes:
             self._replay_step(
-                "replay_after_update",
-                batch,
-                f"replay after updating layer {layer_index}'s host weight",
+                "replay_after_update", batch, f"replay after updating {where} host weight"
             )
 
     def _graph_timing(self) -> None:
         timing = self.result["timing"]
         h2d = self.result["h2d"]
-        for batch, (graph, _, _) in self.graphs.items():
-            if self.spec.timing:
-                timing["graph"][str(batch)] = median_ms(
-                    graph.replay, self.spec.warmup_iters, self.spec.timing_iters
-                )
-            if self.spec.profile:
-                h2d["per_replay"][str(batch)] = count_h2d_copies(graph.replay, _PROFILED_CALLS)
+        with self.watch.paused() if self.watch else contextlib.nullcontext():
+            for batch, (graph, _, _) in self.graphs.items():
+                if self.spec.timing:
+                    timing["graph"][str(batch)] = median_ms(
+                        graph.replay, self.spec.warmup_iters, self.spec.timing_iters
+                    )
+                if self.spec.profile:
+                    h2d["per_replay"][str(batch)] = count_h2d_copies(
+                        graph.replay, _PROFILED_CALLS, self._trace_path(f"replay-{batch}")
+                    )
 
     def _compile_check(self) -> None:
         """A fresh model and offloader (the life cycle's may be mid-failure): does the hooked
-        forward trace as one graph?"""
-        assert self.target is not None and self.reference is not None
-        model = build_stack(self.weights).to(self.device)
-        attached = attach(self.target, model, self.config, dict(self.spec.init_kwargs))
-        batch = self.config.batch_sizes[-1]
+        forward trace as one graph? The sanitizer's patches are lifted first (dynamo would
+        trace into them)."""
+        assert self.subject is not None
+        if self.watch is not None:
+            self.watch.close()
+        model, keep_alive = self.subject.fresh()
+        batch = self.batch_sizes[-1]
         x = self._input(batch)
-        model(x)  # one eager forward first, as an engine warms up before compiling
+        call(model, x)  # one eager forward first, as an engine warms up before compiling
         import torch._dynamo
 
         torch._dynamo.reset()
         outcome: dict[str, Any] = {"backend": "eager", "fullgraph": True}
         try:
-            output = torch.compile(model, fullgraph=True, backend="eager")(x)
+            output = call(torch.compile(model, fullgraph=True, backend="eager"), x)
         except Exception as exc:
             outcome.update(_compile_failure(exc, self.target_files))
             outcome["ok"] = False
         else:
             outcome["ok"] = True
-            outcome["rel_err"] = relative_error(output, self.reference(x))
+            outcome["rel_err"] = output_error(output, self.subject.expected(x))[0]
         finally:
             torch._dynamo.reset()
-            del attached
+            del keep_alive
         self.result["compile"] = outcome
+
+
+def _announce(phase: str) -> None:
+    """Tell a parent reading the protocol channel which phase runs (worker.py)."""
+    from offlint.probing import worker
+
+    worker.announce_phase(phase)
 
 
 _USER_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n\s*([^\n]*)')

@@ -23,14 +23,22 @@ class ScenarioSpec:
     timing_iters: int = 100
     timing: bool = True
     profile: bool = True
-    compile: bool = True
+    compile: bool = False
     seed: int = 0
+    # `--entry`: the user's build() (entry.py); `target` is then the same string.
+    entry: bool = False
+    watch: bool = True
+    trace_dir: str | None = None
+    batch_sizes_given: bool = False
 
     @classmethod
-    def from_options(cls, name: str, target: str, options: ProbeOptions) -> ScenarioSpec:
+    def from_options(
+        cls, name: str, target: str, options: ProbeOptions, entry: bool = False
+    ) -> ScenarioSpec:
         return cls(
             name=name,
             target=target,
+            entry=entry,
             model=options.model,
             methods=options.methods,
             init_kwargs=dict(options.init_kwargs),
@@ -41,6 +49,9 @@ class ScenarioSpec:
             profile=options.profile,
             compile=options.compile,
             seed=options.seed,
+            watch=options.watch,
+            trace_dir=options.trace_dir,
+            batch_sizes_given=options.batch_sizes_given,
         )
 
     def to_json(self) -> dict[str, Any]:

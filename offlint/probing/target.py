@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offlint.probing.errors import ProbeUsageError
+from offlint.probing.errors import ProbeUsageError, one_line
 from offlint.probing.options import MethodNames, looks_like_module
 
 # Candidate method names, most specific first; `--*-method` options name others.
@@ -115,9 +115,9 @@ def _import_file(path: Path) -> Any:
     sys.path.insert(0, str(path.parent))  # so the file can import its siblings
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit at import too: one line, never an escape
         del sys.modules[module_name]
-        raise ProbeUsageError(f"cannot import TARGET {path}: {_one_line(exc)}") from None
+        raise ProbeUsageError(f"cannot import TARGET {path}: {one_line(exc)}") from None
     finally:
         sys.path.remove(str(path.parent))
     return module
@@ -126,13 +126,8 @@ def _import_file(path: Path) -> Any:
 def _import_module(name: str) -> Any:
     try:
         return importlib.import_module(name)
-    except Exception as exc:
-        raise ProbeUsageError(f"cannot import TARGET module {name!r}: {_one_line(exc)}") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    except BaseException as exc:
+        raise ProbeUsageError(f"cannot import TARGET module {name!r}: {one_line(exc)}") from None
 
 
 def _classes_defined_in(module: Any) -> list[type]:
@@ -233,3 +228,20 @@ def constructor_kwargs(cls: type, known: dict[str, Any], given: dict[str, Any]) 
     if takes_any:
         kwargs.update({name: value for name, value in given.items() if name not in kwargs})
     return kwargs
+
+
+def check_constructor(target: LoadedTarget, given: dict[str, Any]) -> None:
+    """The constructor can be called with what the probe supplies at run time (stand-ins here:
+    no CUDA work) and the user's `--init-arg`s; else one line naming what is missing."""
+    stand_ins = (
+        {
+            "module": None,
+            "alt_stream": None,
+            "whitelist_param_names": None,
+            "mode": "cpu",
+            "resident_parameter_ids": set(),
+        }
+        if target.shape == MODULE_OFFLOADER
+        else {"group_size": 1, "num_in_group": 1, "prefetch_step": 1, "mode": "cpu"}
+    )
+    constructor_kwargs(target.cls, stand_ins, given)

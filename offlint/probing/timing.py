@@ -54,8 +54,11 @@ def h2d_bandwidth(nbytes: int, device: Any, warmup: int, iters: int) -> dict[str
     }
 
 
-def count_h2d_copies(fn: Callable[[], object], repeats: int) -> dict[str, Any]:
-    """H2D copies (and bytes) per call of `fn`, from a profiler trace of `repeats` calls."""
+def count_h2d_copies(
+    fn: Callable[[], object], repeats: int, keep_trace: str | None = None
+) -> dict[str, Any]:
+    """H2D copies (and bytes) per call of `fn`, from a profiler trace of `repeats` calls; with
+    `keep_trace`, the trace (Chrome/Perfetto JSON) is written there and kept."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -64,15 +67,23 @@ def count_h2d_copies(fn: Callable[[], object], repeats: int) -> dict[str, Any]:
         for _ in range(repeats):
             fn()
         torch.cuda.synchronize()
-    handle, path = tempfile.mkstemp(suffix=".json", prefix="offlint-probe-trace-")
-    os.close(handle)
+    if keep_trace is not None:
+        os.makedirs(os.path.dirname(keep_trace) or ".", exist_ok=True)
+        path = keep_trace
+    else:
+        handle, path = tempfile.mkstemp(suffix=".json", prefix="offlint-probe-trace-")
+        os.close(handle)
     try:
         prof.export_chrome_trace(path)
         with open(path, encoding="utf-8") as stream:
             trace = json.load(stream)
     finally:
-        os.unlink(path)
-    return summarize_h2d_trace(trace, repeats)
+        if keep_trace is None:
+            os.unlink(path)
+    summary = summarize_h2d_trace(trace, repeats)
+    if keep_trace is not None:
+        summary["trace"] = keep_trace
+    return summary
 
 
 def summarize_h2d_trace(trace: dict[str, Any], repeats: int) -> dict[str, Any]:

@@ -1,20 +1,41 @@
-"""`python -m offlint.probing.worker SPEC.json RESULT.json`: run one scenario in this process.
+"""The probe's worker process: runs scenarios for the parent, one GPU, one process at a time.
 
-The parent starts one of these per scenario, so a CUDA context poisoned by a failed capture (or
-a crash) ends with its process. The result is written even when the scenario fails; only a
-crash of the interpreter itself leaves no file, which the parent reports from the exit status.
+`python -m offlint.probing.worker --serve` reads commands on stdin, one a line, each
+`COMMAND<TAB>SPEC.json<TAB>RESULT.json`:
+
+- `validate`: load the TARGET class or the `--entry` module and check its arguments, then check
+  that torch sees the GPUs the spec lists (`gpus`), with no CUDA work: a bad target is one line
+  and exit 2 before any scenario, and the parent never imports the user's code (a hang or a
+  `SystemExit` at import stays in this process, under the parent's timeout);
+- `run`: run one scenario and write its result.
+
+After each command it writes `offlint-done` on its protocol channel (the stdout it started with;
+the user's own prints go to stderr), and `offlint-phase NAME` as each phase of a scenario
+starts, so the parent can say where a timeout struck. Scenarios that need no isolation share the
+process (and its CUDA context, profiler start-up and baseline); the parent starts a fresh one
+after a scenario whose capture failed or that raised. `python -m offlint.probing.worker SPEC.json
+RESULT.json` runs one scenario and exits (the older form).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from offlint.probing.spec import ScenarioSpec
+
+_protocol: IO[str] | None = None
+
+
+def announce_phase(phase: str) -> None:
+    if _protocol is not None:
+        _protocol.write(f"offlint-phase {phase}\n")
+        _protocol.flush()
 
 
 def finite_json(value: Any) -> Any:
@@ -28,22 +49,89 @@ def finite_json(value: Any) -> Any:
     return value
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: python -m offlint.probing.worker SPEC.json RESULT.json", file=sys.stderr)
-        return 2
-    spec = ScenarioSpec.read(Path(argv[1]))
+def run_one(spec: ScenarioSpec) -> dict[str, Any]:
     try:
         from offlint.probing.scenario import run_scenario
 
-        result = run_scenario(spec)
+        return run_scenario(spec)
     except BaseException as exc:  # even KeyboardInterrupt: the parent wants to know
-        result = {
+        return {
             "scenario": spec.name,
             "target": spec.target,
             "worker_error": "".join(traceback.format_exception(exc))[-6000:],
         }
-    Path(argv[2]).write_text(json.dumps(finite_json(result), indent=2), encoding="utf-8")
+
+
+def validate(spec: ScenarioSpec, gpus: list[int]) -> dict[str, Any]:
+    """{"error": one line} when the target or the GPUs are unusable, else {"error": None}."""
+    from offlint.probing.errors import ProbeUsageError, one_line
+
+    try:
+        try:
+            import torch
+        except ImportError as exc:
+            raise ProbeUsageError(
+                f"torch cannot be imported ({exc}): offlint probe needs PyTorch with CUDA "
+                "(pip install 'offlint[probe]')"
+            ) from None
+        if spec.entry:
+            from offlint.probing.entry import check_build_arguments, load_entry
+
+            check_build_arguments(load_entry(spec.target), spec.init_kwargs)
+        elif spec.target:
+            from offlint.probing.target import check_constructor, load_target
+
+            check_constructor(load_target(spec.target, spec.methods), dict(spec.init_kwargs))
+        visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        for index in gpus:
+            if index >= visible:
+                why = "" if torch.version.cuda else f" (torch {torch.__version__} has no CUDA)"
+                raise ProbeUsageError(f"no CUDA device {index}: {visible} visible{why}")
+    except ProbeUsageError as exc:
+        return {"error": str(exc)}
+    except BaseException as exc:
+        return {"error": one_line(exc)}
+    return {"error": None}
+
+
+def _write(path: str, result: dict[str, Any]) -> None:
+    Path(path).write_text(json.dumps(finite_json(result), indent=2), encoding="utf-8")
+
+
+def serve() -> int:
+    global _protocol
+    # The protocol keeps the real stdout; whatever the user's code prints goes to stderr.
+    _protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 3:
+            continue
+        command, spec_path, result_path = parts
+        data = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+        gpus = data.pop("gpus", [])
+        spec = ScenarioSpec.from_json(data)
+        if command == "validate":
+            _write(result_path, validate(spec, gpus))
+        else:
+            _write(result_path, run_one(spec))
+        _protocol.write("offlint-done\n")
+        _protocol.flush()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[1] == "--serve":
+        return serve()
+    if len(argv) != 3:
+        print(
+            "usage: python -m offlint.probing.worker --serve | SPEC.json RESULT.json",
+            file=sys.stderr,
+        )
+        return 2
+    spec = ScenarioSpec.read(Path(argv[1]))
+    _write(argv[2], run_one(spec))
     return 0
 
 
