@@ -112,6 +112,7 @@ class ClassInfo:
     name: str
     bases: tuple[str, ...]
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    autograd_function: bool = False  # a torch.autograd.Function subclass (set by reachability)
     attrs: dict[str, Typed] = field(default_factory=dict)
     attr_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # self.X assigned from a capture test
@@ -445,9 +446,8 @@ class ModuleModel:
             if imported == "torch" or imported.startswith("torch."):
                 continue  # torch's own API: typed by name already
             bound = values.get(name)
-            if called:
-                # `get_accelerator().current_stream()`, unbound: DeepSpeed's spelling throughout
-                # its training code, where it types streams no capture ever sees - left untyped
+            if called:  # `get_accelerator().current_stream()`
+                resolver.accelerator_factories.add(name)
                 continue
             if bound is not None and all(_is_none_literal(v) or _project_call(v, resolver) for v in bound):
                 for value in bound:

@@ -36,6 +36,7 @@ from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.syntax import call_argument, child_nodes, parameter_names, walk
 from offlint.analysis.torch_api import (
+    BACKWARD_HOOK_REGISTRARS,
     CAPTURE_TESTS,
     EAGER_BREAK_DECORATORS,
     GRAPHED_CALLABLES,
@@ -97,6 +98,8 @@ class _Marker:
             fn = by_qualname.get(seed.qualname)
             if fn is not None:
                 self.mark(fn, seed.confidence, seed.reason)
+        for holder in model.classes:
+            holder.autograd_function = _is_autograd_function(model, holder)
         offloader_module = any(cls.offloader_style for cls in model.classes)
         drivers = {id(call.function) for call in model.graph_region_calls}
         for fn in model.functions:
@@ -150,7 +153,7 @@ class _Marker:
             # of its own, reached only as its callers are
             for holder in model.classes:
                 forward = holder.methods.get("forward")
-                if forward is not None and _is_autograd_function(model, holder) and _passes_through(forward):
+                if forward is not None and holder.autograd_function and _passes_through(forward):
                     self.mark(forward, MEDIUM, f"forward of autograd Function {holder.name} (runs in the model's forward)")
         for holder in model.classes:
             if is_hook_class(holder, by_name):
@@ -189,7 +192,10 @@ class _Marker:
                     )
             for assign in fn.assignments:
                 self._installed_forward(assign.targets, assign.value, fn, MEDIUM if confidence is LOW else confidence)
+            returned = {r.node.value.value for r in fn.returns if isinstance(r.node.value, cst.Name)}
             for inner in nested.get(id(fn), ()):
+                if inner.name in returned:
+                    continue  # a factory's product runs where it is installed, not here
                 self.mark(inner, confidence, f"defined inside capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break)
 
     def _called(self, call: CallSite) -> list[FunctionInfo]:
@@ -198,7 +204,7 @@ class _Marker:
         target = self.model._called_function(call.node, call.function) or self._only_method(call)
         if target is not None:
             return [] if _is_lifecycle_dunder(target.name) else [target]
-        forward = _forward_of_instance(self.model, call)
+        forward = _forward_of_instance(self.model, call) or _forward_of_apply(self.model, call)
         if forward is not None:
             return [forward]
         return self._passed_callables(call)
@@ -260,6 +266,8 @@ class _Marker:
             return
         target = self.model._function_named(call.node.args[0].value, call.function)
         if target is not None:
+            if call.method in BACKWARD_HOOK_REGISTRARS:
+                confidence = LOW  # runs in backward: only a training step's capture reaches it
             self.mark(target, confidence, f"installed as a hook by {call.function.qualname}")
 
     def _installed_forward(
@@ -390,8 +398,8 @@ def _passes_through(forward: FunctionInfo) -> bool:
 def _module_like(cls: ClassInfo, by_name: dict[str, ClassInfo], depth: int = 0) -> bool:
     """An nn.Module, or a class deriving from one through bases this module cannot see (model
     code subclasses its framework's layers); never a driver class."""
-    if cls.name.endswith(_DRIVER_SUFFIXES):
-        return False
+    if cls.name.endswith(_DRIVER_SUFFIXES) or cls.autograd_function:
+        return False  # an autograd Function runs where a caller `.apply`s it (`_called`)
     if cls.is_nn_module:
         return True
     for base in cls.bases:
@@ -455,6 +463,17 @@ def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | N
         return None
     for cls in model.classes:
         if cls.name == made.func.value and cls.is_nn_module:
+            return cls.methods.get("forward")
+    return None
+
+
+def _forward_of_apply(model: ModuleModel, call: CallSite) -> FunctionInfo | None:
+    """`Fn.apply(...)` of a same-module autograd Function runs its `forward`."""
+    func = call.node.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "apply" and isinstance(func.value, cst.Name)):
+        return None
+    for cls in model.classes:
+        if cls.name == func.value.value and cls.autograd_function:
             return cls.methods.get("forward")
     return None
 

@@ -103,6 +103,7 @@ HOOK_REGISTRARS = frozenset(
         "register_module_forward_hook",
     }
 )
+BACKWARD_HOOK_REGISTRARS = frozenset({"register_full_backward_hook"})
 # Hook registration and `module.forward = wrapped` make code reachable only where an offloader
 # installs them (model.py), which already needs one of the names above: they open no gate alone.
 # The model-hook protocol's methods (accelerate's and diffusers' `ModelHook`) run inside the hooked

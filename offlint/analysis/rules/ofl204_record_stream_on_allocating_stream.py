@@ -25,6 +25,8 @@ def _made_in_the_block(site: CallSite, scope: StreamScope) -> bool:
     for assign in fn.assignments:
         if assign.order >= site.order:
             continue
+        if isinstance(assign.value, cst.Name) and assign.value.value == "None":
+            continue  # `param.grad = None` drops a tensor, it makes none
         if not any(same_code(target, receiver) or same_code(target, _data_base(receiver)) for target in assign.targets):
             continue
         if not lexical or any(s is scope for s in assign.stream_scopes):
