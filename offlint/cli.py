@@ -7,13 +7,21 @@ Subcommands are imported only when invoked: `offlint probe` must run where libcs
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from offlint import __version__
+
+if TYPE_CHECKING:
+    from offlint.baseline import Baseline
+    from offlint.config import ConfigFinder, SelectionOverrides
+    from offlint.diagnostics import RunReport
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -58,8 +66,43 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, _HELP[name]) for name in sorted(_LAZY_COMMANDS)])
 
 
+def _installed_version(distribution: str) -> str:
+    """A distribution's version from its metadata (never importing it: torch takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def version_text() -> str:
+    """`offlint --version`: offlint's, and those of what decides its behaviour."""
+    python = ".".join(map(str, sys.version_info[:3]))
+    return (
+        f"offlint {__version__}\n"
+        f"libcst {_installed_version('libcst')}\n"
+        f"torch {_installed_version('torch')}\n"
+        f"python {python}"
+    )
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="offlint")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show offlint's version and those of libcst, torch and Python, and exit.",
+)
 def main() -> None:
     """offlint: find and fix CUDA-graph capture hazards in PyTorch weight offloaders."""
 
@@ -72,6 +115,22 @@ def fail(message: str) -> NoReturn:
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether to colour: `--color/--no-color`, then NO_COLOR (no-color.org), then FORCE_COLOR,
+    then TERM=dumb (no colour), then whether the output is a terminal. An empty variable is
+    unset, as both conventions say."""
+    env = os.environ if environ is None else environ
+    if flag is not None:
+        return flag
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    if env.get("TERM") == "dumb":
+        return False
+    return to_terminal
 
 
 @click.command("check")
@@ -100,7 +159,11 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: number of cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write .offlint_cache.")
 @click.option("--timings", is_flag=True, help="Print where the time went (stderr).")
-@click.option("--color/--no-color", default=None, help="Force colour on or off (default: when stdout is a terminal).")
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Force colour on or off (default: NO_COLOR, FORCE_COLOR, TERM=dumb, else when stdout is a terminal).",
+)
 @click.option(
     "--parser",
     type=click.Choice(["cpython", "libcst"]),
@@ -109,6 +172,37 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     help="cpython: CPython's parser builds a libcst-typed skeleton (fast); libcst: libcst's own "
     "parser (the reference the tests compare against; 3-6x slower). Same diagnostics.",
 )
+@click.option(
+    "--force-exclude/--no-force-exclude",
+    default=None,
+    help="Apply `exclude` to files named on the command line too (default: on; config force-exclude).",
+)
+@click.option(
+    "--respect-gitignore/--no-respect-gitignore",
+    default=None,
+    help="Skip files git ignores while walking folders (default: on; config respect-gitignore).",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add `# offlint: ignore[CODE]` to every line with a finding (keeping its comments), then exit.",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(path_type=Path),
+    help="Do not report the findings recorded in this baseline file; new ones still fail.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_file",
+    type=click.Path(path_type=Path),
+    help="Record every current finding in this baseline file (for --baseline), then exit 0.",
+)
+@click.option("--show-settings", is_flag=True, help="Show the settings the first PATH is checked with, then exit.")
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the report and run errors only (no summary).")
+@click.option("-v", "--verbose", is_flag=True, help="Also say which config files apply, what was skipped, and the time.")
 def check_command(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -126,33 +220,348 @@ def check_command(
     timings: bool,
     color: bool | None,
     parser: str,
+    force_exclude: bool | None,
+    respect_gitignore: bool | None,
+    add_noqa: bool,
+    baseline_file: Path | None,
+    write_baseline_file: Path | None,
+    show_settings: bool,
+    show_files: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Find CUDA-graph capture hazards in PATHS (files, folders, or - for stdin)."""
-    from offlint.analysis.checking import run_check_command
-
+    if quiet and verbose:
+        fail("-q/--quiet and -v/--verbose cannot be combined")
+    # each of these replaces the report with something else: one at a time
+    modes = {
+        "--add-noqa": add_noqa,
+        "--write-baseline": write_baseline_file is not None,
+        "--show-settings": show_settings,
+        "--show-files": show_files,
+    }
+    exclusive = [name for name, on in modes.items() if on]
+    if len(exclusive) > 1:
+        fail(f"{exclusive[0]} and {exclusive[1]} cannot be combined")
     if not paths:
         # like ruff: `--stdin-filename` without paths means the source comes from stdin
         paths = (Path("-"),) if stdin_filename else (Path("."),)
-    code = run_check_command(
-        paths=paths,
-        select=_split(select) if select else None,
-        extend_select=_split(extend_select),
-        ignore=_split(ignore),
-        output_format=output_format,
-        output_file=output_file,
-        statistics=statistics,
-        config_file=config_file,
-        stdin_filename=stdin_filename,
-        jobs=jobs,
-        use_cache=not no_cache,
-        timings=timings,
-        color=color,
-        front_end="libcst" if parser == "libcst" else "skeleton",
-        min_confidence=min_confidence,
+    code = run_check(
+        CheckRequest(
+            paths=paths,
+            select=_split(select) if select else None,
+            extend_select=_split(extend_select),
+            ignore=_split(ignore),
+            output_format=output_format,
+            output_file=output_file,
+            statistics=statistics,
+            config_file=config_file,
+            stdin_filename=stdin_filename,
+            jobs=jobs,
+            use_cache=not no_cache,
+            timings=timings,
+            color=color,
+            front_end="libcst" if parser == "libcst" else "skeleton",
+            min_confidence=min_confidence,
+            force_exclude=force_exclude,
+            respect_gitignore=respect_gitignore,
+            add_noqa=add_noqa,
+            baseline=baseline_file,
+            write_baseline=write_baseline_file,
+            show_settings=show_settings,
+            show_files=show_files,
+            quiet=quiet,
+            verbose=verbose,
+        )
     )
     if exit_zero and code == EXIT_FINDINGS:
         code = EXIT_CLEAN
     sys.exit(code)
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """Everything `offlint check` was asked to do."""
+
+    paths: tuple[Path, ...]
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    output_format: str = "full"
+    output_file: Path | None = None
+    statistics: bool = False
+    config_file: Path | None = None
+    stdin_filename: str | None = None
+    jobs: int | None = None
+    use_cache: bool = True
+    timings: bool = False
+    color: bool | None = None
+    front_end: str = "skeleton"
+    min_confidence: str | None = None
+    force_exclude: bool | None = None
+    respect_gitignore: bool | None = None
+    add_noqa: bool = False
+    baseline: Path | None = None
+    write_baseline: Path | None = None
+    show_settings: bool = False
+    show_files: bool = False
+    quiet: bool = False
+    verbose: bool = False
+
+
+def run_check(request: CheckRequest) -> int:
+    """`offlint check` end to end: options -> report -> baseline -> output -> exit code. Problems
+    with the configuration, the selection or the baseline are one line and exit 2."""
+    from offlint.catalogue import CatalogueError
+    from offlint.config import (
+        ConfigError,
+        DiscoveryOverrides,
+        SelectionOverrides,
+        discovery_overrides,
+    )
+
+    overrides = SelectionOverrides(
+        select=request.select,
+        extend_select=request.extend_select,
+        ignore=request.ignore,
+        min_confidence=request.min_confidence,
+    )
+    discovery = DiscoveryOverrides(respect_gitignore=request.respect_gitignore, force_exclude=request.force_exclude)
+    stdin = any(str(p) == "-" for p in request.paths)
+    try:
+        with discovery_overrides(discovery):
+            if stdin and len(request.paths) > 1:
+                raise ConfigError("`-` (stdin) cannot be combined with other paths")
+            if stdin and (request.add_noqa or request.show_files):
+                raise ConfigError(f"{'--add-noqa' if request.add_noqa else '--show-files'} needs files, not `-` (stdin)")
+            from offlint.analysis.checking import validate_overrides
+
+            validate_overrides(overrides)
+            if request.show_files:
+                return _show_files(request)
+            if request.show_settings:
+                return _show_settings(request, overrides)
+            baseline = None
+            if request.baseline is not None:
+                from offlint.baseline import Baseline
+
+                baseline = Baseline.load(request.baseline)
+            return _check_and_report(request, overrides, baseline)
+    except (ConfigError, CatalogueError) as exc:
+        click.echo(f"offlint: error: {exc}", err=True)
+        return EXIT_ERROR
+
+
+def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, baseline: Baseline | None) -> int:
+    import time
+
+    from offlint.analysis.checking import check_stdin, exit_code_for
+    from offlint.analysis.run import CheckOptions, check_paths
+    from offlint.reporting import render, render_run_errors, render_statistics, render_summary
+
+    started = time.perf_counter()
+    sources: dict[str, str] = {}
+    if any(str(p) == "-" for p in request.paths):
+        report, sources = check_stdin(request.stdin_filename, overrides, request.config_file, request.front_end)
+    else:
+        report = check_paths(
+            CheckOptions(
+                paths=request.paths,
+                overrides=overrides,
+                config_file=request.config_file,
+                jobs=request.jobs,
+                use_cache=request.use_cache,
+                front_end=request.front_end,
+            )
+        )
+    report.timings.setdefault("total", time.perf_counter() - started)
+    cwd = Path.cwd()
+    if request.write_baseline is not None:
+        return _write_baseline(request, report, cwd)
+    if request.add_noqa:
+        return _add_noqa(request, report, cwd)
+    in_baseline = baseline.filter(report, cwd) if baseline is not None else 0
+
+    to_terminal = request.output_file is None and sys.stdout.isatty()
+    color = use_color(request.color, to_terminal)
+    if request.statistics:
+        text = render_statistics(report, request.output_format)
+    else:
+        text = render(report, request.output_format, root=cwd, color=color, sources=sources)
+    if request.output_file is not None:
+        try:
+            request.output_file.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            click.echo(f"offlint: error: cannot write {request.output_file}: {exc.strerror or exc}", err=True)
+            return EXIT_ERROR
+    elif text:
+        # color=: click strips escape codes from non-terminals, which would undo --color
+        click.echo(text, nl=not text.endswith("\n"), color=color)
+    if request.quiet:
+        click.echo(render_run_errors(report), err=True, nl=False)
+    else:
+        click.echo(render_summary(report), err=True, nl=False)
+        if in_baseline:
+            noun = "finding" if in_baseline == 1 else "findings"
+            click.echo(f"{in_baseline} {noun} in the baseline ({request.baseline}) not shown.", err=True)
+        if not report.files and not report.all_errors:
+            click.echo("offlint: warning: no Python files found under the given paths", err=True)
+    if request.verbose:
+        click.echo(_verbose_lines(request, report, time.perf_counter() - started), err=True, nl=False)
+    if request.timings:
+        from offlint.analysis.checking import _timings_table
+
+        click.echo(_timings_table(report), err=True)
+    return exit_code_for(report)
+
+
+def _finder(request: CheckRequest) -> ConfigFinder:
+    from offlint.config import ConfigFinder
+
+    return ConfigFinder(request.config_file, fallback_root=Path.cwd())
+
+
+def _show_files(request: CheckRequest) -> int:
+    """`--show-files`: every file a check would read, one per line, as it would be shown."""
+    from offlint.discovery import discover
+
+    files, errors = discover(list(request.paths), _finder(request), Path.cwd().resolve())
+    for found in files:
+        click.echo(found.display)
+    for error in errors:
+        click.echo(error.one_line(), err=True)
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
+def _show_settings(request: CheckRequest, overrides: SelectionOverrides) -> int:
+    """`--show-settings`: what the first path is checked with, after config and command line."""
+    from offlint.analysis.run import settings_for
+
+    path = request.paths[0]
+    if str(path) == "-":
+        path = Path(request.stdin_filename or Path.cwd() / "stdin.py")
+    config = _finder(request).for_path(path)
+    settings = settings_for(config, overrides, path, request.front_end)
+    rows = [
+        ("path", str(path)),
+        ("config", str(config.source) if config.source else "none (defaults)"),
+        ("root", str(config.root)),
+        ("select", ", ".join(sorted(settings.select)) or "(none)"),
+        ("min-confidence", settings.min_confidence.value),
+        ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "(none)"),
+        ("exclude", ", ".join(config.exclude) or "(none)"),
+        ("force-exclude", str(config.force_exclude).lower()),
+        ("respect-gitignore", str(config.respect_gitignore).lower()),
+        ("capture-reachable", ", ".join(config.capture_reachable) or "(none)"),
+        ("parser", "libcst" if request.front_end == "libcst" else "cpython"),
+        ("cache", "off" if not request.use_cache else "on"),
+        ("output-format", request.output_format),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        click.echo(f"{name:<{width}}  {value}")
+    return EXIT_CLEAN
+
+
+def _verbose_lines(request: CheckRequest, report: RunReport, seconds: float) -> str:
+    """`-v`: the config files in use, the named files force-exclude skipped, counts and time."""
+    from offlint.discovery import discover
+
+    finder = _finder(request)
+    skipped: list[str] = []
+    lines: list[str] = []
+    if not any(str(p) == "-" for p in request.paths):
+        files, _ = discover(list(request.paths), finder, Path.cwd().resolve(), skipped)
+        configs: dict[str, int] = {}
+        for found in files:
+            source = finder.for_real_file(found.real).source
+            key = str(source) if source else "defaults (no [tool.offlint] table)"
+            configs[key] = configs.get(key, 0) + 1
+        for where, count in sorted(configs.items()):
+            lines.append(f"offlint: config {where}: {count} file{'s' if count != 1 else ''}")
+        for shown in skipped:
+            lines.append(f"offlint: skipped {shown}: excluded by configuration (--no-force-exclude checks it)")
+    parsed = report.files_parsed
+    cached = sum(1 for f in report.files if f.cached)
+    count = len(report.files)
+    lines.append(
+        f"offlint: {count} file{'s' if count != 1 else ''} checked ({parsed} parsed, {cached} from cache)"
+        f" in {seconds:.2f} s"
+    )
+    return "".join(line + "\n" for line in lines)
+
+
+def _write_baseline(request: CheckRequest, report: RunReport, cwd: Path) -> int:
+    from offlint.baseline import write_baseline
+
+    assert request.write_baseline is not None
+    try:
+        count = write_baseline(request.write_baseline, report.diagnostics, cwd)
+    except OSError as exc:
+        click.echo(f"offlint: error: cannot write {request.write_baseline}: {exc.strerror or exc}", err=True)
+        return EXIT_ERROR
+    from offlint.reporting import render_run_errors
+
+    click.echo(render_run_errors(report), err=True, nl=False)
+    if not request.quiet:
+        noun = "finding" if count == 1 else "findings"
+        click.echo(f"Wrote {count} {noun} to {request.write_baseline}.", err=True)
+    return EXIT_ERROR if report.all_errors else EXIT_CLEAN
+
+
+def _add_noqa(request: CheckRequest, report: RunReport, cwd: Path) -> int:
+    """`--add-noqa`: a directive for every finding, written in place; exit 0 when each finding is
+    now suppressed, 2 when a file could not be edited (one line each)."""
+    import ast
+    import io
+    import tokenize
+
+    from offlint.analysis.positions import ast_statement_spans
+    from offlint.diagnostics import ErrorKind, FileError, RunReport
+    from offlint.fixing.writes import write_if_unchanged
+    from offlint.reporting import render_run_errors
+    from offlint.suppression import add_directives
+
+    def spans_of(text: str) -> list[tuple[int, int]]:
+        return ast_statement_spans(ast.parse(text))
+
+    errors: list[FileError] = list(report.all_errors)
+    added = files = 0
+    for file_report in report.files:
+        if not file_report.diagnostics:
+            continue
+        display = file_report.path
+        path = cwd / display
+        wanted: dict[int, set[str]] = {}
+        for diagnostic in file_report.diagnostics:
+            wanted.setdefault(diagnostic.location.line, set()).add(diagnostic.code)
+        try:
+            data = path.read_bytes()
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+            text = data[len(bom) :].decode("utf-8" if encoding == "utf-8-sig" else encoding)
+            if bom + text.encode("utf-8" if encoding == "utf-8-sig" else encoding) != data:
+                raise ValueError("its bytes do not survive decoding and encoding again")
+        except (OSError, SyntaxError, ValueError, LookupError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            errors.append(FileError(display, ErrorKind.WRITE, f"cannot add suppressions: {reason}"))
+            continue
+        result = add_directives(text, wanted, spans_of)
+        for line, code in result.unplaced:
+            errors.append(FileError(display, ErrorKind.WRITE, f"no place for a suppression of {code}", line=line))
+        if result.added:
+            new = bom + result.text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
+            error = write_if_unchanged(path, display, data, new)
+            if error is not None:
+                errors.append(error)
+                continue
+            added += result.added
+            files += 1
+    click.echo(render_run_errors(RunReport(errors=errors)), err=True, nl=False)
+    if not request.quiet:
+        noun = "suppression" if added == 1 else "suppressions"
+        click.echo(f"Added {added} {noun} to {files} file{'s' if files != 1 else ''}.", err=True)
+    return EXIT_ERROR if errors else EXIT_CLEAN
 
 
 @click.command("rule")

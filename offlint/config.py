@@ -1,14 +1,18 @@
 """`[tool.offlint]` configuration: discovery (nearest pyproject.toml above each file), validation
-(unknown keys and bad values are errors naming the key), and rule selection."""
+(unknown keys and bad values are errors naming the file, the line and the key, with a suggestion
+for a misspelt key), and rule selection."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
 import fnmatch
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -31,15 +35,22 @@ KNOWN_KEYS = frozenset(
         "per-file-ignores",
         "exclude",
         "extend-exclude",
-        "target-torch",
+        "respect-gitignore",
+        "force-exclude",
         "capture-reachable",
         "min-confidence",
         "probe",
         "fix",
     }
 )
+# keys that once existed: a config still holding one gets an error saying what to do instead
+REMOVED_KEYS = {
+    "target-torch": "it was removed: no rule depends on the PyTorch version (every fact the rules "
+    "rest on was measured on 2.11, and none is known to differ by version); delete the line",
+}
+# `[tool.offlint.fix]`: what `offlint fix` reads (fixing/command.py validates the value itself)
+FIX_KEYS = frozenset({"strategy"})
 CONFIDENCE_LEVELS = ("high", "medium", "low")
-_TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _SELECTOR = re.compile(r"^(ALL|OFL\d{0,3})$")
 
 
@@ -52,7 +63,10 @@ class Config:
     extend_select: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
-    target_torch: str | None = None
+    # skip what git ignores (.gitignore files, .git/info/exclude) while walking folders
+    respect_gitignore: bool = True
+    # `exclude` also applies to files named on the command line (what pre-commit passes)
+    force_exclude: bool = True
     capture_reachable: tuple[str, ...] = ()
     min_confidence: str | None = None  # "high" | "medium" | "low"
     probe: dict[str, Any] = field(default_factory=dict)
@@ -91,78 +105,234 @@ def _matches_any(path: Path, root: Path, patterns: Sequence[str]) -> bool:
     return False
 
 
-def _string_list(key: str, value: object, source: Path) -> tuple[str, ...]:
+class KeyLines:
+    """Where a key is written in a TOML file, for error lines: `path:12: ...`.
+
+    tomllib gives no positions, so the text is scanned: table headers (`[tool.offlint.fix]`),
+    dotted and plain keys under them (`fix.strategy = ...`), and, failing that, the first line
+    that assigns the bare key anywhere (an inline table). A key it cannot find has no line.
+    """
+
+    _HEADER = re.compile(r"^\s*\[\[?\s*(?P<name>[^\[\]]+?)\s*\]\]?\s*(#.*)?$")
+    _PART = r"(?:\"[^\"]*\"|'[^']*'|[A-Za-z0-9_\-]+)"
+    _ASSIGN = re.compile(rf"^\s*(?P<key>{_PART}(?:\s*\.\s*{_PART})*)\s*=")
+
+    def __init__(self, text: str | None, prefix: tuple[str, ...]) -> None:
+        self.lines = text.splitlines() if text else []
+        self.prefix = prefix  # ("tool", "offlint") in a pyproject.toml, () in an offlint.toml
+
+    @staticmethod
+    def _split(dotted: str) -> tuple[str, ...]:
+        parts = re.findall(r'"[^"]*"|\'[^\']*\'|[^.]+', dotted)
+        return tuple(part.strip().strip("\"'") for part in parts if part.strip())
+
+    def line_of(self, *keys: str) -> int | None:
+        wanted = self.prefix + keys
+        table: tuple[str, ...] = ()
+        for number, line in enumerate(self.lines, start=1):
+            header = self._HEADER.match(line)
+            if header is not None:
+                table = self._split(header.group("name"))
+                if table == wanted:
+                    return number
+                continue
+            assign = self._ASSIGN.match(line)
+            if assign is not None:
+                path = table + self._split(assign.group("key"))
+                if path[: len(wanted)] == wanted:
+                    return number
+        bare = re.compile(r"(^|[\s{,])[\"']?" + re.escape(keys[-1]) + r"[\"']?\s*=") if keys else None
+        for number, line in enumerate(self.lines, start=1):
+            if bare is not None and bare.search(line.split("#", 1)[0]):
+                return number
+        return None
+
+
+class _Validator:
+    """Turns a problem with one key into a ConfigError naming the file, the line and the key."""
+
+    def __init__(self, source: Path, lines: KeyLines) -> None:
+        self.source = source
+        self.lines = lines
+
+    def error(self, keys: tuple[str, ...], message: str) -> ConfigError:
+        line = self.lines.line_of(*keys)
+        where = f"{self.source}:{line}" if line else str(self.source)
+        return ConfigError(f"{where}: {message}")
+
+    def unknown(self, table: dict[str, Any], known: Iterable[str], keys: tuple[str, ...], name: str) -> None:
+        for key in table:
+            if key in known:
+                continue
+            if not keys and key in REMOVED_KEYS:
+                raise self.error((key,), f"{name} {key}: {REMOVED_KEYS[key]}")
+            close = difflib.get_close_matches(key.replace("_", "-"), sorted(known), n=1, cutoff=0.6)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            raise self.error((*keys, key), f"unknown key {name} {key}{hint}")
+
+    def string_list(self, key: str, value: object, shown: str | None = None) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            found = "a string" if isinstance(value, str) else f"a {_toml_type(value)}"
+            example = f' (write ["{value}"])' if isinstance(value, str) else ""
+            raise self.error(
+                tuple(key.split(".")) if shown is None else ("per-file-ignores",),
+                f"[tool.offlint] {shown or key} must be a list of strings, not {found}{example}",
+            )
+        return tuple(value)
+
+    def selectors(self, key: str, value: object, shown: str | None = None) -> tuple[str, ...]:
+        items = self.string_list(key, value, shown)
+        for item in items:
+            if not _SELECTOR.match(item.strip().upper()):
+                raise self.error(
+                    (key,) if shown is None else ("per-file-ignores",),
+                    f"[tool.offlint] {shown or key}: {item!r} is not a rule code or prefix",
+                )
+        return tuple(item.strip().upper() for item in items)
+
+    def boolean(self, table: dict[str, Any], key: str, default: bool) -> bool:
+        value = table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error((key,), f"[tool.offlint] {key} must be true or false, not a {_toml_type(value)}")
+        return value
+
+
+def _toml_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
     if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{source}: [tool.offlint] {key} must be a list of strings")
-    return tuple(value)
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "table"
+    return type(value).__name__
 
 
-def _selectors(key: str, value: object, source: Path) -> tuple[str, ...]:
-    items = _string_list(key, value, source)
-    for item in items:
-        if not _SELECTOR.match(item.strip().upper()):
-            raise ConfigError(f"{source}: [tool.offlint] {key}: {item!r} is not a rule code or prefix")
-    return tuple(item.strip().upper() for item in items)
+def _probe_keys() -> frozenset[str] | None:
+    """The keys `offlint probe` reads from `[tool.offlint.probe]`, or None where the probe's
+    options module is absent or changed (its own reader still validates them when it runs)."""
+    try:
+        from offlint.probing import options
+    except ImportError:  # pragma: no cover - the probe ships with every install
+        return None
+    converters = getattr(options, "_CONVERTERS", None)
+    return frozenset(converters) if isinstance(converters, dict) else None
 
 
-def parse_config(table: dict[str, Any], source: Path) -> Config:
-    unknown = sorted(set(table) - KNOWN_KEYS)
-    if unknown:
-        raise ConfigError(f"{source}: unknown key [tool.offlint] {unknown[0]}")
+def parse_config(
+    table: dict[str, Any], source: Path, text: str | None = None, prefix: tuple[str, ...] = ("tool", "offlint")
+) -> Config:
+    """Validate a `[tool.offlint]` table; `text` (the file's) lets errors name the line."""
+    check = _Validator(source, KeyLines(text, prefix))
+    check.unknown(table, KNOWN_KEYS, (), "[tool.offlint]")
     per_file: list[tuple[str, tuple[str, ...]]] = []
     raw_per_file = table.get("per-file-ignores", {})
     if not isinstance(raw_per_file, dict):
-        raise ConfigError(f"{source}: [tool.offlint] per-file-ignores must be a table of glob = [codes]")
+        raise check.error(("per-file-ignores",), "[tool.offlint] per-file-ignores must be a table of glob = [codes]")
     for pattern, codes in raw_per_file.items():
-        per_file.append((pattern, _selectors(f"per-file-ignores.{pattern!r}", codes, source)))
-    target = table.get("target-torch")
-    if target is not None and (not isinstance(target, str) or not _TORCH_VERSION.match(target)):
-        raise ConfigError(f"{source}: [tool.offlint] target-torch must be a version like \"2.11\"")
+        per_file.append((pattern, check.selectors("per-file-ignores", codes, f"per-file-ignores.{pattern!r}")))
     floor = table.get("min-confidence")
     if floor is not None and floor not in CONFIDENCE_LEVELS:
-        raise ConfigError(f"{source}: [tool.offlint] min-confidence must be one of {', '.join(CONFIDENCE_LEVELS)}")
+        raise check.error(("min-confidence",), f"[tool.offlint] min-confidence must be one of {', '.join(CONFIDENCE_LEVELS)}")
     for key in ("probe", "fix"):
         if key in table and not isinstance(table[key], dict):
-            raise ConfigError(f"{source}: [tool.offlint] {key} must be a table")
+            raise check.error((key,), f"[tool.offlint] {key} must be a table")
+    fix = dict(table.get("fix", {}))
+    check.unknown(fix, FIX_KEYS, ("fix",), "[tool.offlint.fix]")
+    if "strategy" in fix and not isinstance(fix["strategy"], str):
+        raise check.error(("fix", "strategy"), "[tool.offlint.fix] strategy must be a string")
+    probe = dict(table.get("probe", {}))
+    probe_keys = _probe_keys() if probe else None
+    if probe_keys is not None:
+        # the probe accepts snake_case spellings and `gpus` too
+        spelt = {key: key.replace("_", "-") for key in probe}
+        aliases = {"gpus": "gpu"}
+        unknown = {key: raw for raw, key in spelt.items() if aliases.get(key, key) not in probe_keys}
+        check.unknown({raw: None for raw in unknown.values()}, probe_keys, ("probe",), "[tool.offlint.probe]")
     return Config(
         root=source.parent,
         source=source,
-        select=_selectors("select", table["select"], source) if "select" in table else None,
-        ignore=_selectors("ignore", table.get("ignore", []), source),
-        extend_select=_selectors("extend-select", table.get("extend-select", []), source),
+        select=check.selectors("select", table["select"]) if "select" in table else None,
+        ignore=check.selectors("ignore", table.get("ignore", [])),
+        extend_select=check.selectors("extend-select", table.get("extend-select", [])),
         per_file_ignores=tuple(per_file),
-        exclude=_string_list("exclude", table.get("exclude", []), source)
-        + _string_list("extend-exclude", table.get("extend-exclude", []), source),
-        target_torch=target,
-        capture_reachable=_string_list("capture-reachable", table.get("capture-reachable", []), source),
+        exclude=check.string_list("exclude", table.get("exclude", []))
+        + check.string_list("extend-exclude", table.get("extend-exclude", [])),
+        respect_gitignore=check.boolean(table, "respect-gitignore", True),
+        force_exclude=check.boolean(table, "force-exclude", True),
+        capture_reachable=check.string_list("capture-reachable", table.get("capture-reachable", [])),
         min_confidence=floor,
-        probe=dict(table.get("probe", {})),
-        fix=dict(table.get("fix", {})),
+        probe=probe,
+        fix=fix,
     )
+
+
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """tomllib's parse, with its failures as one ConfigError line: invalid TOML, and arrays or
+    tables nested so deeply that the (recursive) parser runs out of stack."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply to read") from None
+    except MemoryError:
+        raise ConfigError(f"{path}: invalid TOML: too large to read") from None
 
 
 def load_config_file(path: Path) -> Config:
     """Read `[tool.offlint]` from a pyproject.toml (or a bare offlint.toml / .offlint.toml)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: config file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    data = parse_toml(text, path)
     tool = data.get("tool")
+    prefix: tuple[str, ...] = ("tool", "offlint")
     if path.name == "pyproject.toml" or (isinstance(tool, dict) and "offlint" in tool):
         # any file holding a [tool.offlint] table is read like a pyproject.toml (--config
         # ci-pyproject.toml); otherwise the whole file is the table (offlint.toml)
         table = tool.get("offlint", {}) if isinstance(tool, dict) else {}
     else:
-        table = data
+        table, prefix = data, ()
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.offlint] must be a table")
-    return parse_config(table, path.resolve())
+    return parse_config(table, path.resolve(), text, prefix)
+
+
+@dataclass(frozen=True)
+class DiscoveryOverrides:
+    """Command-line values of the discovery keys (`--no-respect-gitignore`, `--no-force-exclude`):
+    None leaves each config's own value."""
+
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
+
+    def apply(self, config: Config) -> Config:
+        return dataclasses.replace(
+            config,
+            respect_gitignore=config.respect_gitignore if self.respect_gitignore is None else self.respect_gitignore,
+            force_exclude=config.force_exclude if self.force_exclude is None else self.force_exclude,
+        )
+
+
+# set by the command line for the length of one run: discovery is shared by `check` and `fix`,
+# which build their own ConfigFinder, so the overrides reach it through the context
+_DISCOVERY_OVERRIDES: ContextVar[DiscoveryOverrides | None] = ContextVar("offlint_discovery", default=None)
+
+
+@contextlib.contextmanager
+def discovery_overrides(overrides: DiscoveryOverrides) -> Iterator[None]:
+    token = _DISCOVERY_OVERRIDES.set(overrides)
+    try:
+        yield
+    finally:
+        _DISCOVERY_OVERRIDES.reset(token)
 
 
 class ConfigFinder:
@@ -170,11 +340,14 @@ class ConfigFinder:
 
     def __init__(self, explicit: Path | None = None, fallback_root: Path | None = None) -> None:
         root = (fallback_root or Path.cwd()).resolve()
+        self.overrides = _DISCOVERY_OVERRIDES.get() or DiscoveryOverrides()
         # as ruff does: globs of a `--config FILE` are relative to the working directory
         self.explicit = (
-            dataclasses.replace(load_config_file(explicit), root=root) if explicit is not None else None
+            self.overrides.apply(dataclasses.replace(load_config_file(explicit), root=root))
+            if explicit is not None
+            else None
         )
-        self.fallback = Config(root=root)
+        self.fallback = self.overrides.apply(Config(root=root))
         self._by_dir: dict[str, Config] = {}
 
     def for_path(self, path: Path) -> Config:
@@ -204,7 +377,7 @@ class ConfigFinder:
         config: Config | None = None
         parent = os.path.dirname(folder)
         if os.path.isfile(candidate) and _has_offlint_table(Path(candidate)):
-            config = load_config_file(Path(candidate))
+            config = self.overrides.apply(load_config_file(Path(candidate)))
         elif parent != folder:
             config = self._for_dir(parent)
         else:
@@ -220,10 +393,7 @@ def _has_offlint_table(path: Path) -> bool:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     if "offlint" not in text:
         return False
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    data = parse_toml(text, path)
     return isinstance(data.get("tool"), dict) and "offlint" in data["tool"]
 
 

@@ -1,19 +1,29 @@
 """Which files a run looks at: `*.py` below the given paths, minus what is never source.
 
-Shared by `check` and `fix`. Paths given explicitly are always taken (as ruff does without
-`--force-exclude`); folders are walked without following links (no symlink loops), skipping VCS
-and build folders, virtual environments and the configured `exclude` globs.
+Shared by `check` and `fix`. Folders are walked without following links (no symlink loops),
+skipping VCS and build folders, virtual environments, the configured `exclude` globs and what git
+ignores (git's own rules, matched with `pathspec`: every `.gitignore` from the repository root
+down, and `.git/info/exclude`; `respect-gitignore = false` or `--no-respect-gitignore` turns that
+off). A file named on the command line is skipped when `exclude` matches it, as ruff's
+`--force-exclude` does (pre-commit names every staged file; `force-exclude = false` or
+`--no-force-exclude` takes named files as given); git's ignore rules never drop a named file (git
+keeps tracking a file that a later `.gitignore` matches). A folder named on the command line is
+walked even when it is excluded or ignored itself: naming it says it is wanted.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from offlint.config import ConfigFinder
+from offlint.config import Config, ConfigFinder
 from offlint.diagnostics import ErrorKind, FileError
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 SKIPPED_DIRS = frozenset(
     {
@@ -70,8 +80,10 @@ def _below(cwd: str, *candidates: str) -> str | None:
 
 
 def discover(
-    paths: list[Path], finder: ConfigFinder, cwd: Path
+    paths: list[Path], finder: ConfigFinder, cwd: Path, skipped: list[str] | None = None
 ) -> tuple[list[Discovered], list[FileError]]:
+    """The files below `paths`, and the paths that could not be read. `skipped`, when given,
+    receives each named file left out by `exclude` (force-exclude), as displayed."""
     files: dict[str, Discovered] = {}
     errors: list[FileError] = []
     for given in paths:
@@ -81,6 +93,11 @@ def discover(
             continue
         if given.is_file():
             real = os.path.realpath(given)
+            config = finder.for_real_file(real)
+            if config.force_exclude and config.exclude and _excluded_with_folders(config, given):
+                if skipped is not None:
+                    skipped.append(shown)
+                continue
             files.setdefault(real, Discovered(str(given), shown, real))
             continue
         if not given.is_dir():
@@ -90,6 +107,111 @@ def discover(
             files.setdefault(real, found)
     ordered = sorted(files.values(), key=lambda d: d.display)
     return ordered, errors
+
+
+def _excluded_with_folders(config: Config, path: Path) -> bool:
+    """A named file is excluded when `exclude` matches it or a folder holding it below the
+    config's root, as the walk would have judged each folder on the way down."""
+    if config.is_excluded(path):
+        return True
+    try:
+        relative = path.resolve().relative_to(config.root.resolve())
+    except ValueError:
+        return False
+    return any(config.is_excluded(config.root / folder) for folder in relative.parents if str(folder) != ".")
+
+
+class GitIgnored:
+    """git's ignore rules for the folders of one walk: `.git/info/exclude` and every `.gitignore`
+    from the repository root down. Deeper files win over shallower ones and, within a file, the
+    last matching pattern wins (`!pattern` re-includes), as in git. Outside a git repository
+    (no `.git` in the folder or above it) nothing is ignored, as git ignores nothing there."""
+
+    def __init__(self, repository: str) -> None:
+        self.repository = repository
+        # real folder -> every ignore file that applies below it, deepest last
+        self._specs: dict[str, tuple[_IgnoreFile, ...]] = {}
+
+    @classmethod
+    def around(cls, real_folder: str) -> GitIgnored | None:
+        """The rules for a walk of `real_folder`, None outside any git repository."""
+        folder = real_folder
+        while not os.path.lexists(os.path.join(folder, ".git")):
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return None
+            folder = parent
+        return cls(folder)
+
+    def specs_for(self, real_folder: str) -> tuple[_IgnoreFile, ...]:
+        known = self._specs.get(real_folder)
+        if known is not None:
+            return known
+        own = _read_spec(os.path.join(real_folder, ".gitignore"), real_folder)
+        parent = os.path.dirname(real_folder)
+        if real_folder == self.repository or parent == real_folder or os.path.lexists(
+            os.path.join(real_folder, ".git")
+        ):
+            # a repository root (a nested repository starts afresh: its parent's rules stop here)
+            exclude = _read_spec(os.path.join(real_folder, ".git", "info", "exclude"), real_folder)
+            found = tuple(spec for spec in (exclude, own) if spec is not None)
+        else:
+            inherited = self.specs_for(parent)
+            found = (*inherited, own) if own is not None else inherited
+        self._specs[real_folder] = found
+        return found
+
+    @staticmethod
+    def ignores(specs: tuple[_IgnoreFile, ...], real_path: str, is_dir: bool) -> bool:
+        for ignore_file in reversed(specs):
+            relative = real_path[len(ignore_file.folder.rstrip("/")) + 1 :]
+            if is_dir:
+                relative += "/"
+            if ignore_file.any_pattern is not None and ignore_file.any_pattern.match(relative) is None:
+                continue
+            verdict = ignore_file.spec.check_file(relative).include
+            if verdict is not None:
+                return verdict
+        return False
+
+
+class _IgnoreFile(NamedTuple):
+    folder: str  # the real folder it applies below
+    spec: GitIgnoreSpec
+    # every pattern in one regular expression: most paths match none, and one search answers
+    # that (pathspec tries each pattern in turn); None when the patterns cannot be joined
+    any_pattern: re.Pattern[str] | None
+
+
+def _read_spec(path: str, folder: str) -> _IgnoreFile | None:
+    """The patterns of one ignore file; None when it is absent, unreadable or empty."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    from pathspec import GitIgnoreSpec
+
+    spec = GitIgnoreSpec.from_lines(lines)
+    sources = [getattr(getattr(p, "regex", None), "pattern", None) for p in spec.patterns if p.include is not None]
+    joined: re.Pattern[str] | None = None
+    if sources and all(isinstance(source, str) for source in sources):
+        texts = [_GROUP.sub("(?:", str(source)) for source in sources]
+        # patterns that match at any depth share their `(?:.+/)?` head: one scan for all of them
+        anywhere = [text[len(_ANY_DEPTH) :] for text in texts if text.startswith(_ANY_DEPTH)]
+        rooted = [f"(?:{text})" for text in texts if not text.startswith(_ANY_DEPTH)]
+        parts = ([f"{_ANY_DEPTH}(?:{'|'.join(anywhere)})"] if anywhere else []) + rooted
+        try:
+            joined = re.compile("|".join(parts))
+        except re.error:  # pragma: no cover - pathspec's regexes join; the slow path stays right
+            joined = None
+    return _IgnoreFile(folder, spec, joined)
+
+
+_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+_ANY_DEPTH = "^(?:.+/)?"
 
 
 def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) -> Iterator[tuple[str, Discovered]]:
@@ -107,6 +229,13 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
     real_root = os.path.realpath(root)
     given_config = finder.for_real_folder(real_root)
     waived = given_config if given_config.is_excluded(root) else None
+    git = GitIgnored.around(real_root) if given_config.respect_gitignore else None
+    if (
+        git is not None
+        and real_root != git.repository
+        and git.ignores(git.specs_for(os.path.dirname(real_root)), real_root, is_dir=True)
+    ):
+        git = None  # the named folder is ignored itself: naming it says it is wanted
     cwd_text = str(cwd)
     root_text = str(root)
     stack = [(root_text, real_root)]
@@ -124,6 +253,7 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
         # also drops a nested project (with its own pyproject.toml) below it
         config = finder.for_real_folder(real_folder)
         honour = config is not waived and bool(config.exclude)
+        ignore_specs = git.specs_for(real_folder) if git is not None else ()
         shown_folder = _display_folder(folder, real_folder, cwd_text)
         below: list[tuple[str, str]] = []
         for entry in entries:
@@ -138,12 +268,17 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
                     continue
                 if honour and config.is_excluded(Path(full)):
                     continue
-                below.append((full, os.path.join(real_folder, name)))
+                real_below = os.path.join(real_folder, name)
+                if ignore_specs and GitIgnored.ignores(ignore_specs, real_below, is_dir=True):
+                    continue
+                below.append((full, real_below))
                 continue
             if not name.endswith(".py"):
                 continue
             full = entry.path
             real = os.path.join(real_folder, name)
+            if ignore_specs and GitIgnored.ignores(ignore_specs, real, is_dir=False):
+                continue
             if entry.is_symlink():
                 # folder links are never followed (no loops, no escaping the tree); file links are
                 try:

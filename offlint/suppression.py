@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -61,12 +62,28 @@ class Suppressions:
         return codes is not None and _covers(frozenset(codes), code)
 
 
-def scan_comments(source: str) -> Suppressions:
-    """Find every directive; own-line ones stay pending until statements are known."""
-    found = Suppressions()
+@dataclass(frozen=True)
+class Directive:
+    """One suppression comment as written."""
+
+    line: int  # the comment's line
+    column: int  # where its `#` starts
+    codes: frozenset[str]  # as written (upper case); {ALL} for a blanket directive
+    scope: str  # "line" (trailing), "next" (own line: the next statement) or "file"
+    style: str  # "offlint" or "noqa"
+    text: str  # the whole comment token
+
+    @property
+    def blanket(self) -> bool:
+        return ALL in self.codes
+
+
+def directives(source: str) -> list[Directive]:
+    """Every suppression comment of `source`, in order. A `# noqa` on its own line and a
+    `file-ignore` after code are no directives (they cover nothing)."""
+    found: list[Directive] = []
     if _ANY_DIRECTIVE.search(source) is None:
         return found  # tokenizing costs more than the rest of positioning: only when needed
-    file_codes: set[str] = set()
     previous_end_line = 0
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     try:
@@ -75,26 +92,60 @@ def scan_comments(source: str) -> Suppressions:
                 if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
                     previous_end_line = token.end[0]
                 continue
-            line = token.start[0]
+            line, column = token.start
             own_line = previous_end_line < line
             directive = _DIRECTIVE.search(token.string)
             if directive is not None:
                 codes = _codes(directive.group("codes"))
                 if directive.group("kind").lower() == "file-ignore":
                     if own_line:
-                        file_codes |= codes
-                elif own_line:
-                    found.pending[line] = codes
+                        found.append(Directive(line, column, codes, "file", "offlint", token.string))
                 else:
-                    found.add_lines(line, line, codes)
+                    scope = "next" if own_line else "line"
+                    found.append(Directive(line, column, codes, scope, "offlint", token.string))
                 continue
             noqa = _NOQA.search(token.string)
             if noqa is not None and not own_line:
-                found.add_lines(line, line, _codes(noqa.group("codes")))
+                found.append(Directive(line, column, _codes(noqa.group("codes")), "line", "noqa", token.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass  # the parser already accepted the file; a tokenizer quirk only loses directives
+    return found
+
+
+def scan_comments(source: str) -> Suppressions:
+    """Find every directive; own-line ones stay pending until statements are known."""
+    found = Suppressions()
+    file_codes: set[str] = set()
+    for directive in directives(source):
+        if directive.scope == "file":
+            file_codes |= directive.codes
+        elif directive.scope == "next":
+            found.pending[directive.line] = directive.codes
+        else:
+            found.add_lines(directive.line, directive.line, directive.codes)
     found.file_codes = frozenset(file_codes)
     return found
+
+
+def covered_lines(
+    directive: Directive, spans: list[tuple[int, int]], source_lines: list[str]
+) -> tuple[int, int] | None:
+    """The (first, last) lines an own-line or trailing directive covers (None for file-wide
+    ones), as `resolve_pending` attaches them."""
+    if directive.scope == "file":
+        return None
+    if directive.scope == "line":
+        return directive.line, directive.line
+    import bisect
+
+    starts = [s for s, _ in spans]
+    index = bisect.bisect_right(starts, directive.line)
+    if index < len(spans):
+        first, last = spans[index]
+        between = source_lines[directive.line : first - 1]
+        if all(line.strip().startswith(("#", "@")) for line in between):
+            return first, last
+    return directive.line + 1, directive.line + 1
 
 
 def statement_spans(module: cst.Module, positions: dict[cst.CSTNode, tuple[int, int]]) -> list[tuple[int, int]]:
@@ -147,3 +198,130 @@ def resolve_pending(found: Suppressions, spans: list[tuple[int, int]], source_li
                 found.add_lines(first, last, codes)
                 continue
         found.add_lines(comment_line + 1, comment_line + 1, codes)
+
+
+# ---------------------------------------------------------------------------- adding directives
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def _split_lines(text: str) -> list[str]:
+    """The physical lines of `text`, each with its own line break (as Python counts lines)."""
+    lines = [m.group(0) for m in _LINE.finditer(text)]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _commentable_lines(text: str) -> set[int]:
+    """Lines whose end is outside any string or continuation: a comment may be appended there."""
+    lines: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT):
+                lines.add(token.start[0])
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return set()
+    return lines
+
+
+@dataclass
+class AddedDirectives:
+    text: str
+    added: int  # directives written or extended
+    unplaced: list[tuple[int, str]]  # (line, code) no directive could be placed for
+
+
+def add_directives(
+    text: str,
+    wanted: dict[int, set[str]],
+    spans_of: Callable[[str], list[tuple[int, int]]] | None,
+) -> AddedDirectives:
+    """`text` with a `# offlint: ignore[CODES]` directive covering each (line, codes) of `wanted`
+    (what `check --add-noqa` writes), every other byte kept.
+
+    The directive goes at the end of the line, after any comment already there; an existing
+    trailing `# offlint: ignore[...]` gets the codes added instead. A line that ends inside a
+    string or a backslash continuation cannot hold a comment: the statement holding it gets an
+    own-line directive above it (`spans_of(text)` gives statement spans; None: no such file
+    placement). The result is re-scanned: a (line, code) it does not suppress is `unplaced`, and
+    a placement that would change the code's syntax tree is not made at all.
+    """
+    import ast
+
+    lines = _split_lines(text)
+    commentable = _commentable_lines(text)
+    existing = {d.line: d for d in directives(text) if d.scope == "line" and d.style == "offlint"}
+    try:
+        spans = spans_of(text) if spans_of is not None else []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        spans = []
+    above: dict[int, set[str]] = {}  # statement first line -> codes of an own-line directive
+    unplaced: list[tuple[int, str]] = []
+    added = 0
+    for line, codes in sorted(wanted.items()):
+        if line < 1 or line > len(lines):
+            unplaced.extend((line, code) for code in sorted(codes))
+            continue
+        directive = existing.get(line)
+        if directive is not None:
+            if directive.blanket or all(_covers(directive.codes, code) for code in codes):
+                continue
+            lines[line - 1] = _extend_directive(lines[line - 1], directive, codes)
+            added += 1
+        elif line in commentable:
+            body = lines[line - 1].rstrip("\r\n")
+            ending = lines[line - 1][len(body) :]
+            kept = body.rstrip(" \t")
+            lines[line - 1] = f"{kept}  # offlint: ignore[{', '.join(sorted(codes))}]{ending}"
+            added += 1
+        else:
+            holding = [(first, last) for first, last in spans if first <= line <= last]
+            if not holding:
+                unplaced.extend((line, code) for code in sorted(codes))
+                continue
+            first = max(holding)[0]
+            above.setdefault(first, set()).update(codes)
+    for first in sorted(above, reverse=True):  # bottom up: earlier insertions shift no later line
+        target = lines[first - 1]
+        indent = target[: len(target) - len(target.lstrip(" \t"))]
+        body = target.rstrip("\r\n")
+        ending = target[len(body) :] or "\n"
+        lines.insert(first - 1, f"{indent}# offlint: ignore[{', '.join(sorted(above[first]))}]{ending}")
+        added += 1
+    new_text = "".join(lines)
+    try:
+        same_tree = ast.dump(ast.parse(new_text)) == ast.dump(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        same_tree = True  # not CPython syntax: only comments were touched, re-scanned below
+    if not same_tree:  # pragma: no cover - comments never change the tree; a guard, not a path
+        return AddedDirectives(text, 0, [(line, code) for line, codes in wanted.items() for code in codes])
+    found = scan_comments(new_text)
+    if found.pending:
+        try:
+            new_spans = spans_of(new_text) if spans_of is not None else []
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            new_spans = []
+        resolve_pending(found, new_spans, [line.rstrip("\r\n") for line in _split_lines(new_text)])
+    inserted = sorted(above)
+    for line, codes in wanted.items():
+        moved = line + bisect_count(inserted, line)
+        unplaced.extend((line, code) for code in codes if not found.suppresses(code, moved))
+    return AddedDirectives(new_text, added, sorted(set(unplaced)))
+
+
+def bisect_count(sorted_lines: list[int], line: int) -> int:
+    """How many own-line directives were inserted at or above `line`."""
+    import bisect
+
+    return bisect.bisect_right(sorted_lines, line)
+
+
+def _extend_directive(text: str, directive: Directive, codes: set[str]) -> str:
+    """`text` (one line) with `codes` added to the bracket of its trailing directive."""
+    match = _DIRECTIVE.search(directive.text)
+    assert match is not None and match.group("codes") is not None
+    merged = sorted(set(directive.codes) | codes)
+    comment = directive.text[: match.start("codes")] + ", ".join(merged) + directive.text[match.end("codes") :]
+    start = directive.column
+    return text[:start] + comment + text[start + len(directive.text) :]

@@ -108,13 +108,14 @@ def test_every_key_is_parsed() -> None:
             "select": ["ofl1", "ALL"],
             "ignore": ["OFL105"],
             "extend-select": ["OFL2"],
-            "per-file-ignores": {"tests/*.py": ["OFL101"], "gen/**": "OFL1"},
+            "per-file-ignores": {"tests/*.py": ["OFL101"], "gen/**": ["OFL1"]},
             "exclude": ["build-*"],
             "extend-exclude": ["vendor/**"],
-            "target-torch": "2.11",
+            "respect-gitignore": False,
+            "force-exclude": False,
             "capture-reachable": ["helper", "Loader.fetch_*"],
-            "probe": {"warmup": 3},
-            "fix": {"style": "guard"},
+            "probe": {"replays": 3},
+            "fix": {"strategy": "inline"},
         },
         SOURCE,
     )
@@ -125,28 +126,30 @@ def test_every_key_is_parsed() -> None:
     assert config.extend_select == ("OFL2",)
     assert config.per_file_ignores == (("tests/*.py", ("OFL101",)), ("gen/**", ("OFL1",)))
     assert config.exclude == ("build-*", "vendor/**")
-    assert config.target_torch == "2.11"
+    assert (config.respect_gitignore, config.force_exclude) == (False, False)
     assert config.capture_reachable == ("helper", "Loader.fetch_*")
-    assert config.probe == {"warmup": 3}
-    assert config.fix == {"style": "guard"}
+    assert config.probe == {"replays": 3}
+    assert config.fix == {"strategy": "inline"}
 
 
 def test_empty_table_gives_defaults() -> None:
     config = parse_config({}, SOURCE)
     assert config.select is None
     assert (config.ignore, config.extend_select, config.per_file_ignores) == ((), (), ())
-    assert (config.exclude, config.capture_reachable, config.target_torch) == ((), (), None)
+    assert (config.exclude, config.capture_reachable) == ((), ())
+    assert (config.respect_gitignore, config.force_exclude) == (True, True)
 
 
-@pytest.mark.parametrize("version", ["2.4", "2.11", "2.11.0"])
-def test_target_torch_accepts_versions(version: str) -> None:
-    assert parse_config({"target-torch": version}, SOURCE).target_torch == version
+def test_target_torch_was_removed_with_a_reason() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"target-torch": "2.11"}, SOURCE)
+    assert str(info.value).startswith("/project/pyproject.toml: [tool.offlint] target-torch: it was removed")
 
 
 def test_unknown_key_is_an_error_naming_it() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"select": ["OFL1"], "selct": ["OFL1"]}, SOURCE)
-    assert str(info.value) == "/project/pyproject.toml: unknown key [tool.offlint] selct"
+    assert str(info.value) == "/project/pyproject.toml: unknown key [tool.offlint] selct (did you mean `select`?)"
 
 
 @pytest.mark.parametrize(
@@ -162,8 +165,9 @@ def test_unknown_key_is_an_error_naming_it() -> None:
         ({"per-file-ignores": {"tests/*": 1}}, "per-file-ignores.'tests/*' must be a list"),
         ({"exclude": 5}, "exclude must be a list of strings"),
         ({"extend-exclude": [["a"]]}, "extend-exclude must be a list of strings"),
-        ({"target-torch": 2.1}, "target-torch must be a version"),
-        ({"target-torch": "latest"}, "target-torch must be a version"),
+        ({"select": "OFL101"}, 'select must be a list of strings, not a string (write ["OFL101"])'),
+        ({"respect-gitignore": "no"}, "respect-gitignore must be true or false"),
+        ({"force-exclude": 1}, "force-exclude must be true or false"),
         ({"capture-reachable": [1]}, "capture-reachable must be a list of strings"),
         ({"capture-reachable": {"helper": True}}, "capture-reachable must be a list of strings"),
         ({"probe": 1}, "probe must be a table"),
@@ -305,8 +309,8 @@ def test_selection_per_file_ignores(tmp_path: Path) -> None:
 
 
 def test_selector_matching_no_rule_is_an_error() -> None:
-    config = parse_config({"select": ["OFL9"]}, SOURCE)
-    with pytest.raises(ConfigError, match=r"/project/pyproject.toml: 'OFL9' matches no rule"):
+    config = parse_config({"select": ["OFL8"]}, SOURCE)
+    with pytest.raises(ConfigError, match=r"/project/pyproject.toml: 'OFL8' matches no rule"):
         select(config)
     with pytest.raises(ConfigError, match=r"--ignore: 'OFL3' matches no rule"):
         select(Config(root=Path("/p")), SelectionOverrides(ignore=("OFL3",)))
@@ -372,8 +376,11 @@ def test_cli_exclude(project: Path, pattern: str, monkeypatch: pytest.MonkeyPatc
     assert "pkg/gen/host_sync.py" not in paths
     assert "pkg/offloader.py" in paths
     assert code == 1
-    # a file named on the command line is checked even when excluded
-    _, out, _ = check(project, "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
+    # a file named on the command line is excluded too (force-exclude, the default: what
+    # pre-commit passes), unless --no-force-exclude
+    code, out, _ = check(project, "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
+    assert (code, findings(out)) == (0, [])
+    _, out, _ = check(project, "--no-force-exclude", "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
     assert findings(out) == [
         ("pkg/gen/host_sync.py", 5, "OFL105"),
         ("pkg/gen/host_sync.py", 6, "OFL105"),
@@ -386,7 +393,9 @@ def test_cli_extend_exclude(project: Path, monkeypatch: pytest.MonkeyPatch) -> N
         '[tool.offlint]\nexclude = ["pkg/offloader.py"]\nextend-exclude = ["pkg/host_sync.py"]\n',
     )
     code, out, err = check(project, monkeypatch=monkeypatch)
-    assert (code, out, err) == (0, "", "All checks passed!\n")
+    assert (code, out) == (0, "")
+    # every file excluded: said, so an empty run is not mistaken for a clean one
+    assert err == "All checks passed!\nofflint: warning: no Python files found under the given paths\n"
 
 
 @pytest.mark.parametrize(
@@ -416,13 +425,13 @@ def test_cli_capture_reachable(
     assert code == (1 if expected else 0)
 
 
-def test_cli_target_torch_is_accepted(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_target_torch_is_an_error_naming_the_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(
-        project / "pyproject.toml", '[tool.offlint]\ntarget-torch = "2.11"\nignore = ["OFL101"]\n'
+        project / "pyproject.toml", '[tool.offlint]\nignore = ["OFL101"]\ntarget-torch = "2.11"\n'
     )
-    code, out, _ = check(project, monkeypatch=monkeypatch)
-    assert code == 1
-    assert [c for _, _, c in findings(out)] == ["OFL105", "OFL105"]
+    code, out, err = check(project, monkeypatch=monkeypatch)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"offlint: error: {(project / 'pyproject.toml').resolve()}:3: [tool.offlint] target-torch")
 
 
 def test_cli_nested_projects_use_their_nearest_config(
@@ -480,10 +489,11 @@ def test_cli_explicit_config_globs_are_relative_to_the_working_directory(
     [
         ("[tool.offlint]\nbogus = 1\n", "unknown key [tool.offlint] bogus"),
         ('[tool.offlint]\nselect = ["XYZ"]\n', "select: 'XYZ' is not a rule code or prefix"),
-        ('[tool.offlint]\nselect = ["OFL9"]\n', "'OFL9' matches no rule"),
+        ('[tool.offlint]\nselect = ["OFL8"]\n', "'OFL8' matches no rule"),
         ("[tool.offlint]\nexclude = 3\n", "exclude must be a list of strings"),
-        ('[tool.offlint]\ncapture-reachable = "helper"\nprobe = 1\n', "probe must be a table"),
-        ("[tool.offlint]\ntarget-torch = 2.1\n", "target-torch must be a version"),
+        ('[tool.offlint]\ncapture-reachable = ["helper"]\nprobe = 1\n', "probe must be a table"),
+        ('[tool.offlint]\ncapture-reachable = "helper"\n', "capture-reachable must be a list of strings"),
+        ("[tool.offlint]\ntarget-torch = 2.1\n", "target-torch: it was removed"),
         ("[tool.offlint\n", "invalid TOML"),
     ],
 )

@@ -1,0 +1,175 @@
+"""README's pre-commit and GitHub Actions snippets, exercised: they parse, name hooks and options
+that exist, and the `check` step they run produces the SARIF file the upload step reads."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import offlint
+from offlint.cli import main
+
+yaml = pytest.importorskip("yaml", reason="pyyaml is in the dev extra")
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def snippet(first_line: str) -> Any:
+    """The YAML block of README.md whose first line is `first_line` (a comment naming the file)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", README, re.DOTALL)
+    found = [block for block in blocks if block.splitlines()[0].strip() == first_line]
+    assert len(found) == 1, f"README.md has no single ```yaml block starting with {first_line!r}"
+    return yaml.safe_load(found[0])
+
+
+def options_of(subcommand: str) -> set[str]:
+    context = click.Context(main)
+    command = main.get_command(context, subcommand)
+    assert command is not None, subcommand
+    return {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
+
+
+def assert_runnable(command_line: str) -> list[str]:
+    """Every option of an `offlint ...` line exists, and click parses the line."""
+    words = shlex.split(command_line)
+    assert words[0] == "offlint", command_line
+    subcommand, args = words[1], words[2:]
+    known = options_of(subcommand)
+    for word in args:
+        if word.startswith("-") and word != "-":
+            assert word.split("=", 1)[0] in known, f"{command_line}: no option {word}"
+    command = main.get_command(click.Context(main), subcommand)
+    assert command is not None
+    command.make_context(subcommand, list(args))  # raises on a bad value or a missing argument
+    return words
+
+
+# ---------------------------------------------------------------- pre-commit
+
+
+def test_pre_commit_snippet_points_at_this_project_and_its_hooks() -> None:
+    config = snippet("# .pre-commit-config.yaml")
+    (repo,) = config["repos"]
+    assert repo["repo"] == PYPROJECT["project"]["urls"]["Repository"]
+    assert repo["rev"] == f"v{offlint.__version__}"
+    manifest = {hook["id"]: hook for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    for hook in repo["hooks"]:
+        assert hook["id"] in manifest
+        entry = manifest[hook["id"]]["entry"]
+        assert_runnable(entry + " " + " ".join(shlex.quote(a) for a in hook.get("args", [])))
+
+
+def test_pre_commit_snippet_is_a_valid_config(tmp_path: Path) -> None:
+    clientlib = pytest.importorskip("pre_commit.clientlib", reason="pre-commit is in the dev extra")
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", README, re.DOTALL) if b.startswith("# .pre-commit-config.yaml")]
+    path = tmp_path / ".pre-commit-config.yaml"
+    path.write_text(blocks[0], encoding="utf-8")
+    loaded = clientlib.load_config(str(path))
+    assert [hook["id"] for hook in loaded["repos"][0]["hooks"]] == ["offlint"]
+
+
+# ---------------------------------------------------------------- GitHub Actions
+
+
+def workflow() -> dict[str, Any]:
+    return snippet("# .github/workflows/offlint.yml")
+
+
+def run_lines(job: dict[str, Any]) -> list[str]:
+    return [line for step in job["steps"] if "run" in step for line in step["run"].splitlines() if line.strip()]
+
+
+def test_workflow_checks_then_uploads_the_sarif_it_wrote() -> None:
+    jobs = workflow()["jobs"]
+    check = jobs["check"]
+    assert check["permissions"]["security-events"] == "write"
+    commands = [line for line in run_lines(check) if line.startswith("offlint ")]
+    assert len(commands) == 1
+    words = assert_runnable(commands[0])
+    assert words[1] == "check"
+    assert words[words.index("--output-format") + 1] == "sarif"
+    written = words[words.index("--output-file") + 1]
+    steps = check["steps"]
+    upload = next(step for step in steps if str(step.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
+    assert upload["with"]["sarif_file"] == written
+    # the upload runs after check, and also when check found something (exit 1)
+    assert steps.index(upload) > next(i for i, s in enumerate(steps) if commands[0] in str(s.get("run", "")))
+    assert "failure()" in upload["if"]
+
+
+def test_workflow_probes_on_a_self_hosted_gpu_runner() -> None:
+    probe = workflow()["jobs"]["probe"]
+    assert "self-hosted" in probe["runs-on"] and "gpu" in probe["runs-on"]
+    commands = [line for line in run_lines(probe) if line.startswith("offlint ")]
+    assert commands and all(assert_runnable(line)[1] == "probe" for line in commands)
+    assert any("offlint[probe]" in line for line in run_lines(probe))
+
+
+def test_the_workflow_check_step_writes_valid_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the workflow's check command for real on a small project."""
+    (command,) = [line for line in run_lines(workflow()["jobs"]["check"]) if line.startswith("offlint ")]
+    (tmp_path / "bad.py").write_text(
+        "import torch\n\n\ndef step(x):\n    torch.cuda.synchronize()\n    return x\n\n\n"
+        "def capture(x):\n    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g):\n        step(x)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    words = shlex.split(command)
+    result = CliRunner().invoke(main, [*words[1:], "--no-cache"])
+    assert result.exit_code == 1, result.stderr  # a finding: the job fails, the upload still runs
+    sarif = json.loads((tmp_path / words[words.index("--output-file") + 1]).read_text(encoding="utf-8"))
+    assert sarif["version"] == "2.1.0"
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["OFL105"]
+
+
+# ---------------------------------------------------------------- the rest of what README says about the CLI
+
+
+def test_readme_check_synopsis_lists_every_option() -> None:
+    synopsis = README.split("## `offlint check`", 1)[1].split("```", 2)[1]
+    command = main.get_command(click.Context(main), "check")
+    assert command is not None
+    for param in command.params:
+        names = [*param.opts, *param.secondary_opts]
+        if not isinstance(param, click.Option) or "--help" in names:
+            continue
+        assert any(re.search(re.escape(name) + r"\b", synopsis) for name in names), (
+            f"README's check synopsis does not mention {names}"
+        )
+
+
+def test_readme_configuration_table_matches_the_known_keys() -> None:
+    from offlint.config import KNOWN_KEYS
+
+    table = README.split("## Configuration", 1)[1].split("\n\n| key |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"^\| `([a-z-]+)`(?:, `([a-z-]+)`)?", table, re.MULTILINE))
+    keys = {key for pair in named for key in pair if key}
+    assert keys == set(KNOWN_KEYS)
+    assert "target-torch" not in table
+
+
+def test_pyproject_metadata_is_complete() -> None:
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT" and (REPO / "LICENSE").read_text().startswith("MIT License")
+    assert project["authors"] and project["classifiers"] and project["keywords"]
+    assert {"Homepage", "Repository", "Issues"} <= set(project["urls"])
+    assert "pathspec>=0.12" in project["dependencies"]
+    assert {"pre-commit>=3.2", "pyyaml>=6"} <= set(project["optional-dependencies"]["dev"])
+    minor = f"Programming Language :: Python :: {sys.version_info.major}.{sys.version_info.minor}"
+    assert minor in project["classifiers"]
