@@ -54,7 +54,8 @@ def test_group_offload_with_a_stream_is_wrong_eagerly_and_syncs_in_capture() -> 
     assert raw["capture"]["ok"] is False
     hazard = _hazard(raw)
     assert hazard["rule"] == "OFL105"
-    assert hazard["here"][0]["code"] == "self.stream.synchronize()"
+    # the line as written, with the example's own suppression comment after the call
+    assert hazard["here"][0]["code"].split("#")[0].strip() == "self.stream.synchronize()"
     assert Path(hazard["here"][0]["file"]).name == "group_offload.py"
 
 
