@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from offlint.analysis.imports import dotted_name
+from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
@@ -94,3 +95,57 @@ def _is_predicate_call_name(model: ModuleModel, node: cst.Name) -> bool:
 def guarded_by_capture_bookkeeping(model: ModuleModel, site: CallSite) -> bool:
     """A guard around the call consults capture bookkeeping (see `mentions_capture_tag_strict`)."""
     return any(mentions_capture_tag_strict(model, test, site.function) for test, _ in site.guards)
+
+
+def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
+    """`if self._fork_unjoined: wait(self._store_done)` where the class sets that flag true only in
+    the methods that record `self._store_done` (and clears it elsewhere): the author tracks by hand
+    that the event was recorded where the wait will run, as a capture tag does."""
+    event_attr = self_attribute(event)
+    cls = site.function.cls
+    if event_attr is None or cls is None:
+        return False
+    recorders = {id(fn) for fn in cls.methods.values() if _records(fn, event_attr)}
+    if not recorders:
+        return False
+    for test, taken in site.guards:
+        if not taken:
+            continue
+        for flag in _tested_flags(test):
+            if flag == event_attr:
+                continue  # `if self.ev is not None:` says nothing of where it was recorded
+            truthy = [fn for fn in cls.methods.values() for value in _assigned(fn, flag) if not _falsy(value)]
+            if truthy and all(id(fn) in recorders for fn in truthy):
+                return True
+    return False
+
+
+def _records(fn: FunctionInfo, attr: str) -> bool:
+    for call in fn.calls:
+        if call.method == "record" and call.receiver is not None and self_attribute(call.receiver) == attr:
+            return True
+    return any(
+        isinstance(a.value, cst.Call)
+        and isinstance(a.value.func, cst.Attribute)
+        and a.value.func.attr.value == "record_event"
+        and any(self_attribute(t) == attr for t in a.targets)
+        for a in fn.assignments
+    )
+
+
+def _tested_flags(test: cst.BaseExpression) -> list[str]:
+    """`self.f` tested for truth as a conjunct: `self.f`, `self.f and x`, `x and self.f`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_tested_flags(test.left), *_tested_flags(test.right)]
+    attr = self_attribute(test)
+    return [attr] if attr is not None else []
+
+
+def _assigned(fn: FunctionInfo, attr: str) -> list[cst.BaseExpression]:
+    return [
+        a.value for a in fn.assignments if a.value is not None and any(self_attribute(t) == attr for t in a.targets)
+    ]
+
+
+def _falsy(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value in ("False", "None")

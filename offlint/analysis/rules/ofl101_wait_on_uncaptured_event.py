@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping
+from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping, guarded_by_validity_flag
 from offlint.analysis.events import handed_in_by_caller, is_external_event, recorded_into_local
 from offlint.analysis.facts import (
     is_event,
@@ -38,6 +38,8 @@ class WaitOnUncapturedEvent(Rule):
                 continue
             if guarded_by_capture_bookkeeping(model, site):
                 continue  # capture bookkeeping, not the capture test itself (that sets the context)
+            if guarded_by_validity_flag(site, event):
+                continue  # `if self._fork_unjoined:` set only where the event is recorded
             if is_external_event(model, event, site.function):
                 continue  # `Event(external=True)`: the wait is a graph node on the live event
             name = local_name(event)
