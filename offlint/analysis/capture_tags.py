@@ -99,8 +99,9 @@ def guarded_by_capture_bookkeeping(model: ModuleModel, site: CallSite) -> bool:
 
 def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
     """`if self._fork_unjoined: wait(self._store_done)` where the class sets that flag true only in
-    the methods that record `self._store_done` (and clears it elsewhere): the author tracks by hand
-    that the event was recorded where the wait will run, as a capture tag does."""
+    the methods that record `self._store_done` (and clears it elsewhere), or a payload the recorder
+    leaves and the waiter empties (`self.kw_ready.wait(); kw, self.kw = self.kw, None`): the author
+    tracks by hand that the event was recorded where the wait will run, as a capture tag does."""
     event_attr = self_attribute(event)
     cls = site.function.cls
     if event_attr is None or cls is None:
@@ -108,16 +109,34 @@ def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
     recorders = {id(fn) for fn in cls.methods.values() if _records(fn, event_attr)}
     if not recorders:
         return False
-    for test, taken in site.guards:
-        if not taken:
-            continue
-        for flag in _tested_flags(test):
-            if flag == event_attr:
-                continue  # `if self.ev is not None:` says nothing of where it was recorded
-            truthy = [fn for fn in cls.methods.values() for value in _assigned(fn, flag) if not _falsy(value)]
-            if truthy and all(id(fn) in recorders for fn in truthy):
-                return True
+    flags = [flag for test, taken in site.guards if taken for flag in _tested_flags(test)]
+    # a hand-off: `kw, self.kw = self.kw, None` after the wait takes what the recorder left
+    flags += _taken_after(site)
+    for flag in flags:
+        if flag == event_attr:
+            continue  # `if self.ev is not None:` says nothing of where it was recorded
+        truthy = [fn for fn in cls.methods.values() for value in _assigned(fn, flag) if not _falsy(value)]
+        if truthy and all(id(fn) in recorders for fn in truthy):
+            return True
     return False
+
+
+def _taken_after(site: CallSite) -> list[str]:
+    """Attributes the waiting function empties after the wait (`self.kw = None`, `kw, self.kw =
+    self.kw, None`): a payload handed over by whoever recorded the event."""
+    taken: list[str] = []
+    for assign in site.function.assignments:
+        if assign.order <= site.order or assign.value is None:
+            continue
+        pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+        for target in assign.targets:
+            if isinstance(target, cst.Tuple) and isinstance(assign.value, cst.Tuple):
+                if len(target.elements) == len(assign.value.elements):
+                    pairs += [(t.value, v.value) for t, v in zip(target.elements, assign.value.elements, strict=True)]
+            else:
+                pairs.append((target, assign.value))
+        taken += [attr for t, v in pairs if (attr := self_attribute(t)) is not None and _falsy(v)]
+    return taken
 
 
 def _records(fn: FunctionInfo, attr: str) -> bool:
