@@ -11,22 +11,9 @@ from click.testing import CliRunner
 
 from offlint.baseline import FORMAT, Baseline, line_hash
 from offlint.cli import main
+from tests.sources import HOST_SYNC
 
-STEP = """\
-import torch
-
-
-def step(x):
-    torch.cuda.synchronize()
-    n = x.sum().item()
-    return x * n
-
-
-def capture(x):
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        step(x)
-"""
+STEP = HOST_SYNC
 
 
 def run(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:

@@ -23,27 +23,11 @@ from click.testing import CliRunner, Result
 import offlint
 from offlint.catalogue import load_catalogue
 from offlint.cli import main
+from tests.sources import HOST_SYNC
 
 REPO = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-HOST_SYNC = textwrap.dedent(
-    """\
-    import torch
-
-
-    def step(x):
-        torch.cuda.synchronize()
-        n = x.sum().item()
-        return x * n
-
-
-    def capture(x):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            step(x)
-    """
-)
 EVENT = textwrap.dedent(
     """\
     import torch

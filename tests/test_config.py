@@ -19,24 +19,8 @@ from offlint.config import (
     parse_config,
     resolve_selection,
 )
+from tests.sources import HOST_SYNC
 
-HOST_SYNC = textwrap.dedent(
-    """\
-    import torch
-
-
-    def step(x):
-        torch.cuda.synchronize()
-        n = x.sum().item()
-        return x * n
-
-
-    def capture(x):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            step(x)
-    """
-)
 HOST_SYNC_FINDINGS = [(5, "OFL105"), (6, "OFL105")]
 
 EVENT = textwrap.dedent(
