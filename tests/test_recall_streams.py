@@ -719,3 +719,37 @@ def test_training_only_code_is_not_on_the_forward_path() -> None:
     # the Function's forward is reached from Attention.forward's `.apply` (medium), as a layer
     assert tiers[(33, "OFL105")] is Confidence.MEDIUM
     assert not any(code == "OFL204" for _, code in tiers)
+
+
+def test_a_method_call_on_an_annotated_parameter_or_a_made_local_resolves() -> None:
+    """`pending.wait()` with `pending: _Pending` (or `p = _Pending(...)`) runs `_Pending.wait`:
+    a name too common to resolve by itself, resolved by the parameter's same-module class."""
+    source = """
+    import torch
+
+
+    class _Pending:
+        def __init__(self, host):
+            self.host = host
+
+        def wait(self):
+            return self.host.tolist()
+
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.copy_stream = torch.cuda.Stream()
+
+        def _finish(self, pending: _Pending):
+            return pending.wait()
+
+        def forward(self, x):
+            made = _Pending(x)
+            return self._finish(made), made.wait()
+    """
+    report = check_source(textwrap.dedent(source).encode(), "case.py", FileSettings(select=ALL))
+    assert [(d.location.line, d.code) for d in report.diagnostics] == [(10, "OFL105")]
+    model = _model(source)
+    wait = next(f for f in model.functions if f.qualname == "_Pending.wait")
+    assert wait.reachable and wait.confidence is Confidence.MEDIUM

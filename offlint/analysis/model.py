@@ -192,6 +192,7 @@ class ModuleModel:
         self.module_functions: dict[str, FunctionInfo] = {}
         self.graph_region_calls: list[CallSite] = []
         self.function_index: dict[int, FunctionInfo] | None = None  # reachability.function_of
+        self._classes_by_name: dict[str, ClassInfo] | None = None  # _class_of_local
         self._callers: dict[int, list[CallSite]] | None = None  # callers_of
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
@@ -406,7 +407,36 @@ class ModuleModel:
         attr = self_attribute(call.func)
         if attr is not None and fn is not None and fn.cls is not None:
             return fn.cls.methods.get(attr)
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and fn is not None:
+            cls = self._class_of_local(func.value.value, fn)
+            if cls is not None:
+                return cls.methods.get(func.attr.value)
         return None
+
+    def _class_of_local(self, name: str, fn: FunctionInfo) -> ClassInfo | None:
+        """The same-module class of a parameter annotated with it (`pending: _PendingPlan`) or of
+        a local made from it (`plan = _PendingPlan(...)`)."""
+        if self._classes_by_name is None:
+            self._classes_by_name = {cls.name: cls for cls in self.classes}
+        by_name = self._classes_by_name
+        if not by_name or name == "self":
+            return None
+        for param in (*fn.node.params.params, *fn.node.params.kwonly_params, *fn.node.params.posonly_params):
+            if param.name.value == name:
+                annotation = param.annotation.annotation if param.annotation is not None else None
+                if isinstance(annotation, cst.SimpleString) and isinstance(annotation.evaluated_value, str):
+                    return by_name.get(annotation.evaluated_value)
+                return by_name.get(annotation.value) if isinstance(annotation, cst.Name) else None
+        made = None
+        for assign in fn.assignments:
+            if any(isinstance(t, cst.Name) and t.value == name for t in assign.targets):
+                value = assign.value
+                cls = by_name.get(value.func.value) if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else None
+                if cls is None or (made is not None and made is not cls):
+                    return None  # bound to something else too
+                made = cls
+        return made
 
     # ------------------------------------------------------------------ building
     def _collect_definitions(self) -> None:
