@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -92,10 +92,30 @@ class PageableHostCopy(Rule):
             if not names_cuda_device(keyword(node, "device"), model.resolver):
                 return None
             data = node.args[0].value
-            if isinstance(data, _LITERALS) or kind(data) is Kind.PAGEABLE_HOST:
+            if isinstance(data, _LITERALS) or kind(data) is Kind.PAGEABLE_HOST or _python_arithmetic(data, kind):
                 return data, f"{site.callee}(..., device=...)"
             if isinstance(data, cst.Call) and (model.qualname(data.func) or "").startswith(
                 "numpy."
             ):
                 return data, f"{site.callee}(..., device=...)"
         return None
+
+
+def _python_arithmetic(expr: cst.BaseExpression, kind: Callable[[cst.BaseExpression], Kind]) -> bool:
+    """`bsz * seqlen`, `n + 1`: arithmetic on values none of which is a torch tensor (shape
+    sizes, counts) - a Python number, staged in pageable memory by `torch.tensor(..., device=)`."""
+    if not isinstance(expr, cst.BinaryOperation):
+        return False
+    leaves: list[cst.BaseExpression] = []
+    stack: list[cst.BaseExpression] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation):
+            stack += [node.left, node.right]
+        else:
+            leaves.append(node)
+    return all(
+        isinstance(leaf, cst.Integer | cst.Float)
+        or (isinstance(leaf, cst.Name | cst.Attribute) and not kind(leaf).is_tensor)
+        for leaf in leaves
+    )
