@@ -113,6 +113,8 @@ class ClassInfo:
     bases: tuple[str, ...]
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     autograd_function: bool = False  # a torch.autograd.Function subclass (set by reachability)
+    # `self.X = value` stores by X, built on first use (`_run_once_test`)
+    attr_stores: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] | None = None
     attrs: dict[str, Typed] = field(default_factory=dict)
     attr_elements: dict[str, Typed] = field(default_factory=dict)
     capture_flags: set[str] = field(default_factory=set)  # self.X assigned from a capture test
@@ -955,24 +957,39 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
             attr = self_attribute(test.left)
     if attr is None or fn.cls is None:
         return False
+    index = fn.cls.attr_stores
+    if index is None:
+        index = fn.cls.attr_stores = _attr_stores(fn.cls)
     sets = False
-    for method in fn.cls.methods.values():
+    for method, value in index.get(attr, ()):
+        if value is None:
+            return False  # `kw, self.kw = self.kw, None`: a hand-off, not a one-time set-up
+        if _falsy_literal(value):
+            if method.name != "__init__":
+                return False  # reset per call (`self.kw = None` after its use)
+        elif method is fn:
+            sets = True
+    return sets
+
+
+def _attr_stores(cls: ClassInfo) -> dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]]:
+    """`self.X = value` in the class's methods, by X (value None: stored by unpacking)."""
+    index: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] = {}
+    for method in cls.methods.values():
         for node in method.binding_nodes or ():
             if type(node) is not cst.Assign:
                 continue
             assign = cast(cst.Assign, node)
             for target in assign.targets:
-                if self_attribute(target.target) == attr:
-                    if _falsy_literal(assign.value):
-                        if method.name != "__init__":
-                            return False  # reset per call (`self.kw = None` after its use)
-                    elif method is fn:
-                        sets = True
-                elif isinstance(target.target, cst.Tuple | cst.List) and any(
-                    self_attribute(e.value) == attr for e in target.target.elements
-                ):
-                    return False  # `kw, self.kw = self.kw, None`: a hand-off, not a one-time set-up
-    return sets
+                attr = self_attribute(target.target)
+                if attr is not None:
+                    index.setdefault(attr, []).append((method, assign.value))
+                elif isinstance(target.target, cst.Tuple | cst.List):
+                    for element in target.target.elements:
+                        unpacked = self_attribute(element.value)
+                        if unpacked is not None:
+                            index.setdefault(unpacked, []).append((method, None))
+    return index
 
 
 def _falsy_literal(expr: cst.BaseExpression) -> bool:
