@@ -203,6 +203,10 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the report and run errors only (no summary).")
 @click.option("-v", "--verbose", is_flag=True, help="Also say which config files apply, what was skipped, and the time.")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes (writes files), then report what is left.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: the unsafe fixes too (`offlint rules` lists each's safety).")
+@click.option("--show-fixes", is_flag=True, help="With --fix: list each fix applied (stderr).")
+@click.option("--diff", is_flag=True, help="Print the diff the fixes would make and exit (1 when there is one); writes nothing.")
 def check_command(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -229,10 +233,18 @@ def check_command(
     show_files: bool,
     quiet: bool,
     verbose: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    show_fixes: bool,
+    diff: bool,
 ) -> None:
     """Find CUDA-graph capture hazards in PATHS (files, folders, or - for stdin)."""
     if quiet and verbose:
         fail("-q/--quiet and -v/--verbose cannot be combined")
+    if fix and diff:
+        fail("--fix and --diff cannot be combined (--diff writes nothing)")
+    if (unsafe_fixes or show_fixes) and not (fix or diff):
+        fail("--unsafe-fixes and --show-fixes go with --fix (or --diff)")
     # each of these replaces the report with something else: one at a time
     modes = {
         "--add-noqa": add_noqa,
@@ -246,6 +258,22 @@ def check_command(
     if not paths:
         # like ruff: `--stdin-filename` without paths means the source comes from stdin
         paths = (Path("-"),) if stdin_filename else (Path("."),)
+    if fix or diff:
+        if Path("-") in paths:
+            fail("--fix and --diff need files: stdin cannot be rewritten")
+        fixed = apply_check_fixes(
+            paths,
+            write=fix,
+            unsafe=unsafe_fixes,
+            show=show_fixes or diff,
+            select=_split(select) if select else None,
+            ignore=_split(ignore),
+            config_file=config_file,
+            min_confidence=min_confidence,
+            color=use_color(color, sys.stdout.isatty()),
+        )
+        if diff or fixed == EXIT_ERROR:
+            sys.exit(fixed)
     code = run_check(
         CheckRequest(
             paths=paths,
@@ -277,6 +305,51 @@ def check_command(
     if exit_zero and code == EXIT_FINDINGS:
         code = EXIT_CLEAN
     sys.exit(code)
+
+
+def apply_check_fixes(
+    paths: tuple[Path, ...],
+    *,
+    write: bool,
+    unsafe: bool,
+    show: bool,
+    select: tuple[str, ...] | None,
+    ignore: tuple[str, ...],
+    config_file: Path | None,
+    min_confidence: str | None,
+    color: bool,
+) -> int:
+    """`check --fix` / `--diff`, as ruff's: the fixes of the findings `check` shows, the safe ones
+    unless `unsafe` (each rule's safety is stated once, in its rules/ file); `fix`'s own engine
+    does the writing (atomic, never over a file changed since it was read). Its per-edit listing
+    goes to stderr only when asked for (`--show-fixes`, `--diff`)."""
+    import contextlib
+    import io
+
+    from offlint.catalogue import load_catalogue
+    from offlint.fixing.command import run_fix
+
+    unsafe_codes = () if unsafe else tuple(
+        code for code, spec in load_catalogue().items() if spec.fix_safety.value != "safe"
+    )
+    listing = io.StringIO()
+    with contextlib.redirect_stderr(sys.stderr if show else listing):
+        code = run_fix(
+            paths=paths,
+            apply=write,
+            show_diff=not write,
+            strategy=None,
+            select=select,
+            ignore=(*ignore, *unsafe_codes),
+            output_format="text",
+            config_file=config_file,
+            color=color,
+            min_confidence=min_confidence,
+            exit_zero=True,
+        )
+    if code == EXIT_ERROR and not show:
+        click.echo(listing.getvalue(), err=True, nl=False)  # the errors, at least
+    return code
 
 
 @dataclass(frozen=True)
