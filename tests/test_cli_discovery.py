@@ -160,18 +160,23 @@ def test_fix_honours_force_exclude_too(repo: Path, monkeypatch: pytest.MonkeyPat
 # ---------------------------------------------------------------- unreadable named files (issue 15, item 9)
 
 
-def test_an_unreadable_named_file_is_its_own_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(repo / "a.py", HOST_SYNC)
-    write(repo / "locked.py", HOST_SYNC)
-    write(repo / "z.py", HOST_SYNC)
+def _deny_opening(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Opening a file whose path ends with `name` fails as an unreadable file does (even as root)."""
     real_open = os.open
 
     def deny(path: object, flags: int, *args: object, **kwargs: object) -> int:
-        if str(path).endswith("locked.py"):
+        if str(path).endswith(name):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", deny)
+
+
+def test_an_unreadable_named_file_is_its_own_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(repo / "a.py", HOST_SYNC)
+    write(repo / "locked.py", HOST_SYNC)
+    write(repo / "z.py", HOST_SYNC)
+    _deny_opening(monkeypatch, "locked.py")
     code, out, err = run(repo, monkeypatch, "--output-format", "concise", "a.py", "locked.py", "z.py")
     assert code == 2
     assert sorted({line.split(":")[0] for line in out.splitlines()}) == ["a.py", "z.py"]
@@ -208,14 +213,7 @@ def test_fix_goes_on_past_an_unreadable_named_file(repo: Path, monkeypatch: pyte
     )
     write(repo / "locked.py", source)
     write(repo / "r.py", source)
-    real_open = os.open
-
-    def deny(path: object, flags: int, *args: object, **kwargs: object) -> int:
-        if str(path).endswith("locked.py"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "open", deny)
+    _deny_opening(monkeypatch, "locked.py")
     monkeypatch.chdir(repo)
     result = CliRunner().invoke(main, ["fix", "--no-color", "locked.py", "r.py"])
     assert result.exit_code == 2
