@@ -195,6 +195,7 @@ class ModuleModel:
         self.graph_region_calls: list[CallSite] = []
         self.function_index: dict[int, FunctionInfo] | None = None  # reachability.function_of
         self._classes_by_name: dict[str, ClassInfo] | None = None  # _class_of_local
+        self._all_method_names: frozenset[str] | None = None  # _method_names
         self._callers: dict[int, list[CallSite]] | None = None  # callers_of
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
@@ -410,11 +411,21 @@ class ModuleModel:
         if attr is not None and fn is not None and fn.cls is not None:
             return fn.cls.methods.get(attr)
         func = call.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and fn is not None:
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and fn is not None
+            and func.attr.value in self._method_names()
+        ):
             cls = self._class_of_local(func.value.value, fn)
             if cls is not None:
                 return cls.methods.get(func.attr.value)
         return None
+
+    def _method_names(self) -> frozenset[str]:
+        if self._all_method_names is None:
+            self._all_method_names = frozenset(name for cls in self.classes for name in cls.methods)
+        return self._all_method_names
 
     def _class_of_local(self, name: str, fn: FunctionInfo) -> ClassInfo | None:
         """The same-module class of a parameter annotated with it (`pending: _PendingPlan`) or of
@@ -424,6 +435,8 @@ class ModuleModel:
         by_name = self._classes_by_name
         if not by_name or name == "self":
             return None
+        if name in fn.locals and fn.locals[name].known:
+            return None  # typed already (a stream, a tensor): not an instance of a class here
         for param in (*fn.node.params.params, *fn.node.params.kwonly_params, *fn.node.params.posonly_params):
             if param.name.value == name:
                 annotation = param.annotation.annotation if param.annotation is not None else None
