@@ -1,7 +1,14 @@
-"""Fuzz `check` and `fix`: grammar-generated offloaders plus mutations of the fixtures and of the
-rules' examples. Reports how many inputs were tried and how many failed, by kind.
+"""Fuzz `check` and `fix`: grammar-generated offloaders, mutations of the fixtures and of the
+rules' examples, mutations of real offloader code (sglang, vLLM, diffusers, accelerate, DeepSpeed
+releases, when downloaded: `python -m benchmarks.trees`), and hypothesmith programs (alone, and
+appended to an offloader fix must not touch them). Reports how many inputs were tried and how
+many failed, by kind.
 
-    .venv/bin/python benchmarks/fuzz.py --inputs 10000 --seed 0 --out benchmarks/results/fuzz-10k
+    .venv/bin/python benchmarks/fuzz.py --inputs 20000 --seed 0 --out benchmarks/results/fuzz-20k
+
+Each input runs in a process of its own (forked from a warm worker): a crash (a signal) is a
+`process-crash`, and an input still running after `--timeout` seconds is killed and counted as a
+`hang`. `--origins` weighs the input kinds (`generated`, `mutated`, `real`, `hypothesmith`).
 
 Properties, for every input:
 - check: `check_source` never raises and never reports `internal-error` (syntax and decoding
@@ -11,7 +18,10 @@ Properties, for every input:
   analysed (a difference is a failure of its own kind, `front-ends-differ`, printed with its input);
 - fix (inputs that parse): `fix_source` never raises nor reports `internal-error`, its output
   parses, fixing it again changes nothing, and a bystander block (odd whitespace, comments, no
-  hazard) placed next to the code comes out byte for byte.
+  hazard) placed next to the code comes out byte for byte; the fixed bytes are written as
+  `fix --apply` writes them (`write_if_unchanged`) and read back unchanged. A fix refused because
+  libcst would not reproduce the file byte for byte is counted (`fix-refused-round-trip`), not a
+  failure: that refusal is the guarantee.
 
 The generator is shared with tests/test_fuzz.py (a short, bounded run in CI).
 """
@@ -19,12 +29,16 @@ The generator is shared with tests/test_fuzz.py (a short, bounded run in CI).
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
+import contextlib
 import dataclasses
 import json
 import os
 import random
+import signal
 import sys
+import tempfile
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
@@ -211,15 +225,173 @@ def mutate(r: random.Random, text: str) -> bytes:
     return data
 
 
-def make_input(seed: int, seeds: list[str]) -> tuple[str, bytes]:
-    """(origin, bytes) for input number `seed`: about half generated, half mutated."""
+TREES = Path.home() / ".cache" / "offlint-trees"
+# offloaders and stream code of real releases (`python -m benchmarks.trees` downloads them)
+REAL_FILES = (
+    "sglang-0.5.23/src/sglang/srt/utils/offloader.py",
+    "sglang-0.5.23/src/sglang/multimodal_gen/runtime/managers/memory_managers/layerwise_offload.py",
+    "sglang-0.5.23/src/sglang/srt/layers/dp_attention.py",
+    "vllm-0.34.0/src/vllm/model_executor/offloader/prefetch.py",
+    "vllm-0.34.0/src/vllm/v1/simple_kv_offload/worker.py",
+    "vllm-0.34.0/src/vllm/models/deepseek_v41/nvidia/specialized_decode/engram/prefetch.py",
+    "diffusers-0.36.0/src/diffusers/hooks/group_offloading.py",
+    "accelerate-1.15.0/src/accelerate/hooks.py",
+    "deepspeed-0.19.8/src/deepspeed/runtime/zero/partitioned_param_coordinator.py",
+)
+REAL_WINDOW_LINES = 200  # a larger file is cut to a window of about this many lines
+
+
+def real_corpus() -> list[str]:
+    found = []
+    for name in REAL_FILES:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            found.append((TREES / name).read_text(encoding="utf-8"))
+    return found
+
+
+def _window(r: random.Random, text: str) -> str:
+    """The whole text, or about REAL_WINDOW_LINES lines of it starting at a top-level line."""
+    lines = text.split("\n")
+    if len(lines) <= REAL_WINDOW_LINES:
+        return text
+    starts = [i for i, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#", ")", "]", "}")]
+    start = r.choice(starts) if starts else 0
+    return "\n".join(lines[start : start + REAL_WINDOW_LINES]) + "\n"
+
+
+def _deep(r: random.Random) -> str:
+    """One line nested or chained past what libcst handles comfortably."""
+    k = r.choice((50, 190, 400, 999, 1500, 4000))
+    return r.choice(
+        [
+            "_Z = " + "(" * min(k, 199) + "1" + ")" * min(k, 199),
+            "_Z = " + "[" * min(k, 199) + "]" * min(k, 199),
+            "_Z = " + " + ".join(["1"] * k),
+            "_Z = " + " and ".join(["a"] * k),
+            "_Z = a" + ".b" * k,
+            "_Z = a" + "[0]" * k,
+            "_Z = f" + "()" * k,
+            "_Z = " + "not " * k + "a",
+            "_Z = (a\n" + ".b\n" * k + ")",
+        ]
+    )
+
+
+def mutate_real(r: random.Random, text: str) -> bytes:
+    """Mutations of real code: lines deleted or duplicated, indentation shifted, form feeds, lone
+    carriage returns, BOMs, whitespace-only endings, deep nesting; then `mutate`'s on top, at times."""
+    lines = _window(r, text).split("\n")
+    for _ in range(r.randint(1, 3)):
+        i = r.randrange(len(lines))
+        op = r.randrange(10)
+        if op == 0:
+            del lines[i : i + r.randint(1, 3)]
+        elif op == 1:
+            lines[i:i] = lines[i : i + r.randint(1, 3)]
+        elif op == 2:
+            lines[i] = r.choice((" ", "  ", "    ", "\t")) + lines[i]
+        elif op == 3:
+            lines[i] = lines[i][r.randint(1, 4) :] if lines[i].startswith(" ") else lines[i]
+        elif op == 4:  # a form feed at the start of a line or inside its indentation
+            width = len(lines[i]) - len(lines[i].lstrip(" "))
+            at = r.choice((0, width, r.randint(0, width)))
+            lines[i] = lines[i][:at] + "\x0c" + lines[i][at:]
+        elif op == 5:
+            lines[i] = lines[i] + "\r"  # a lone CR where the line ends (`\r\n` once joined)
+        elif op == 6:
+            lines.insert(i, (len(lines[i]) - len(lines[i].lstrip(" "))) * " " + _deep(r))
+        elif op == 7:
+            lines[i] = lines[i] + r.choice(("   ", "\t", " \\", "  # trailing"))
+        elif op == 8:
+            lines.insert(i, "")
+        else:
+            lines[i] = lines[i] + "\ufeff" if r.random() < 0.5 else lines[i]
+    data = "\n".join(lines).encode("utf-8", "surrogatepass")
+    roll = r.random()
+    if roll < 0.08:
+        data = data.replace(b"\n", b"\r\n")
+    elif roll < 0.14:
+        data = b"\xef\xbb\xbf" + data
+    elif roll < 0.17:
+        data = b"\xef\xbb\xbf\xef\xbb\xbf" + data  # a second BOM
+    elif roll < 0.22:
+        data = data.rstrip(b"\n") + b"\r"  # ends in a lone CR
+    elif roll < 0.27:
+        data = data + b"\n\n" + r.choice((b"   ", b"\t", b"\x0c", b" \n  "))  # a whitespace-only end
+    if r.random() < 0.2:
+        data = mutate(r, data.decode("utf-8", "surrogatepass"))
+    return data
+
+
+def hypothesmith_programs(seed: int, count: int) -> list[str]:
+    """`count` programs from hypothesmith (its grammar- and libcst-based strategies, alternately),
+    the same for the same seed; [] when hypothesmith is not installed."""
+    try:
+        import hypothesmith
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import seed as hypothesis_seed
+        from hypothesis import strategies as st
+    except ImportError:
+        return []
+    found: list[str] = []
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=max(1, count * 3),
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.one_of(hypothesmith.from_grammar(auto_target=False), hypothesmith.from_node(auto_target=False)))
+    def collect(source: str) -> None:
+        if len(found) < count and source not in found:
+            found.append(source)
+
+    with contextlib.suppress(Exception):
+        collect()
+    return found
+
+
+ORIGINS = ("generated", "mutated", "real", "hypothesmith")
+
+
+def make_input(
+    seed: int,
+    seeds: list[str],
+    *,
+    real: list[str] | None = None,
+    weights: dict[str, float] | None = None,
+    program: str | None = None,
+) -> tuple[str, bytes]:
+    """(origin, bytes) for input number `seed`. By default about half generated, half mutated
+    fixtures and examples; `weights` (per ORIGINS) adds real code and hypothesmith programs
+    (`program`: the one drawn for this input, see `hypothesmith_programs`)."""
     r = random.Random(seed)
-    if r.random() < 0.5:
+    origin = _origin(r, weights) if weights else ("generated" if r.random() < 0.5 else "mutated")
+    if origin == "real" and real:
+        return "real-mutated", mutate_real(r, r.choice(real))
+    if origin == "hypothesmith" and program is not None:
+        if r.random() < 0.5:
+            return "hypothesmith", program.encode("utf-8", "surrogatepass")
+        host = r.choice([text for text in seeds if "class" in text] or seeds)
+        joined = host + ("" if host.endswith("\n") else "\n") + program
+        return "hypothesmith+offloader", joined.encode("utf-8", "surrogatepass")
+    if origin == "generated":
         text = generate(r)
         if r.random() < 0.3:
             return "generated+mutated", mutate(r, text)
         return "generated", text.encode()
     return "mutated", mutate(r, r.choice(seeds))
+
+
+def _origin(r: random.Random, weights: dict[str, float]) -> str:
+    roll = r.random() * sum(weights.values())
+    for origin in ORIGINS:
+        roll -= weights.get(origin, 0.0)
+        if roll < 0:
+            return origin
+    return "mutated"
 
 
 # ---- properties ------------------------------------------------------------------------------
@@ -241,11 +413,20 @@ def _newline(data: bytes) -> bytes:
     return b"\r\n" if crlf and crlf == data.count(b"\n") else b"\n"
 
 
-def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> list[tuple[str, str]]:
-    """[(kind, message)] for one input; empty when every property holds."""
+# kinds counted and shown but not failures: the refusal is the guarantee holding
+INFO_KINDS = frozenset({"fix-refused-round-trip", "front-ends-differ-deep"})
+
+
+def failures_for(
+    data: bytes, name: str = "fuzz.py", *, fix: bool = True, keep: bytes = b""
+) -> list[tuple[str, str]]:
+    """[(kind, message)] for one input; empty when every property holds. `keep`: bytes at the end
+    of `data` that no fix may change (code appended to an offloader)."""
     import libcst as cst
 
-    from offlint.analysis.engine import FileSettings, check_source
+    from offlint.analysis.engine import FileSettings, decode_source
+    from offlint.analysis.guard import refusal
+    from offlint.analysis.run import guarded_check
     from offlint.catalogue import load_catalogue
     from offlint.diagnostics import ErrorKind
     from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
@@ -253,7 +434,7 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
     select = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)
     found: list[tuple[str, str]] = []
     try:
-        report = check_source(data, name, FileSettings(select=select))
+        report = guarded_check(data, name, FileSettings(select=select))  # as `offlint check` runs it
     except Exception as exc:
         return [("check-raised", f"{type(exc).__name__}: {exc}".splitlines()[0])]
     found += [("check-internal", e.message) for e in report.errors if e.kind is ErrorKind.INTERNAL]
@@ -261,6 +442,8 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
     if not fix or report.errors:
         return found
     try:
+        if refusal(decode_source(data)) is not None:
+            return found  # what offlint never hands libcst, the harness does not either
         cst.parse_module(data)
     except Exception:
         return found  # not Python (the prefilter skipped it): nothing for fix to promise
@@ -278,7 +461,11 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
     for error in first.errors:
         if error.kind is not ErrorKind.INTERNAL:
             continue
-        if not compiles and "would not parse" in error.message:
+        if "does not reproduce this file byte for byte" in error.message:
+            found.append(("fix-refused-round-trip", error.message))
+        elif "outside the statements it edits" in error.message:
+            found.append(("fix-refused-outside-edits", error.message))
+        elif not compiles and "would not parse" in error.message:
             # fix refuses results that do not compile; the input did not either (reported
             # as internal-error by fix today: see the note in benchmarks/results/fuzz-*.txt)
             found.append(("fix-dropped-on-uncompilable-input", error.message))
@@ -292,6 +479,10 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
         return [*found, ("fix-unparseable", f"{type(exc).__name__}: {exc}".splitlines()[0])]
     if not first.fixed.endswith(BYSTANDER.replace(b"\n", nl)):
         found.append(("fix-touched-bystander", "bytes outside the edits changed"))
+    elif keep and not first.fixed[: -len(BYSTANDER.replace(b"\n", nl))].rstrip(b"\r\n").endswith(keep.rstrip(b"\r\n")):
+        found.append(("fix-touched-bystander", "the appended program changed"))
+    if first.changed:
+        found += _written_as_apply_writes(dressed, first.fixed)
     if first.fixed.startswith(b"\xef\xbb\xbf") != dressed.startswith(b"\xef\xbb\xbf"):
         found.append(("fix-touched-bystander", "BOM changed"))
     if nl == b"\r\n" and b"\n" in first.fixed.replace(b"\r\n", b""):
@@ -304,6 +495,22 @@ def failures_for(data: bytes, name: str = "fuzz.py", *, fix: bool = True) -> lis
         if second.fixed != first.fixed:
             found.append(("fix-not-idempotent", "a second fix changed the file again"))
     return found
+
+
+def _written_as_apply_writes(original: bytes, fixed: bytes) -> list[tuple[str, str]]:
+    """Write `fixed` over a file holding `original` as `fix --apply` does; read it back."""
+    from offlint.fixing.writes import write_if_unchanged
+
+    with tempfile.TemporaryDirectory(prefix="offlint-fuzz-") as folder:
+        path = Path(folder) / "fuzz.py"
+        path.write_bytes(original)
+        error = write_if_unchanged(path, "fuzz.py", original, fixed, [folder])
+        if error is not None:
+            return [("fix-write-failed", error.one_line())]
+        left = sorted(p.name for p in Path(folder).iterdir())
+        if path.read_bytes() != fixed or left != ["fuzz.py"]:
+            return [("fix-write-failed", f"read back differs or left {left}")]
+    return []
 
 
 def _outcome(report: FileReport) -> tuple[list[str], list[str], int]:
@@ -320,14 +527,14 @@ def _outcome(report: FileReport) -> tuple[list[str], list[str], int]:
 def front_end_failures(data: bytes, name: str, settings: FileSettings) -> list[tuple[str, str]]:
     """[("front-ends-differ", what differs)] when the skeleton front end and the libcst reference
     disagree on `data` (analysed whole: the prefilter is bypassed), else []."""
-    from offlint.analysis.engine import check_source
+    from offlint.analysis import engine
+    from offlint.analysis.deep_stack import on_deep_stack
 
     outcomes = []
     for front_end in ("skeleton", "libcst"):
-        try:
-            report = check_source(
-                data, name, dataclasses.replace(settings, front_end=front_end), prefiltered=True
-            )
+        chosen = dataclasses.replace(settings, front_end=front_end)
+        try:  # on a deep stack, as `check` runs it
+            report = on_deep_stack(lambda: engine.check_source(data, name, chosen, prefiltered=True))  # noqa: B023
         except Exception as exc:
             return [("check-raised", f"{front_end} front end: {type(exc).__name__}: {exc}".splitlines()[0])]
         outcomes.append(_outcome(report))
@@ -339,6 +546,10 @@ def front_end_failures(data: bytes, name: str, settings: FileSettings) -> list[t
         # spaces in indentation, `class C(x=1, *a)`): the skeleton analyses code that runs, the
         # reference cannot parse it. Not a failure of the skeleton (tests/test_front_ends.py).
         return []
+    if any(e.startswith("too-deeply-nested") for e in reference[1]) and not skeleton[1]:
+        # the guard keeps libcst from chains and nesting it parses in quadratic time or recurses
+        # too deeply on (guard.py); CPython's tree, hence the skeleton, takes them
+        return [("front-ends-differ-deep", reference[1][0])]
     parts = []
     for label, ours, theirs in zip(("diagnostics", "errors"), skeleton[:2], reference[:2], strict=True):
         only_ours = [x for x in ours if x not in theirs]
@@ -356,25 +567,107 @@ def _libcst_refuses_valid_python(data: bytes, reference: tuple[list[str], list[s
     if not any(error.startswith("syntax-error") for error in reference[1]):
         return False
     try:
-        compile(decode_source(data), "<fuzz>", "exec", dont_inherit=True)
+        # CPython's parser, as the skeleton uses it (a `return` outside a function parses: it is
+        # the compiler that refuses it, and a mutation may add one)
+        compile(decode_source(data), "<fuzz>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, DecodeError, RecursionError, MemoryError):
         return False
     return True
 
 
-def _run_chunk(job: tuple[list[int], bool]) -> list[tuple[int, str, list[tuple[str, str]], float, bool]]:
-    numbers, do_fix = job
+Job = tuple[list[int], bool, dict[str, float] | None, float]  # numbers, fix?, weights, timeout
+Result = tuple[int, str, list[tuple[str, str]], float, bool, str | None]  # n, origin, found, s, fix?, source
+
+
+def _run_chunk(job: Job) -> list[Result]:
+    """Each input of the chunk in a child forked from this (warm) worker: a crash or a hang of
+    one input is that input's result, and the worker goes on."""
+    numbers, do_fix, weights, timeout = job
     seeds = corpus()
-    out = []
+    _warm_up(seeds)
+    real = real_corpus() if weights else []
+    wanted = [n for n in numbers if weights and _origin(random.Random(n), weights) == "hypothesmith"]
+    programs = dict(zip(wanted, hypothesmith_programs(numbers[0], len(wanted)), strict=False))
+    out: list[Result] = []
     for n in numbers:
-        origin, data = make_input(n, seeds)
+        origin, data = make_input(n, seeds, real=real, weights=weights, program=programs.get(n))
+        keep = programs[n].encode("utf-8", "surrogatepass") if origin == "hypothesmith+offloader" else b""
         started = time.perf_counter()
-        try:
-            found = failures_for(data, f"fuzz_{n}.py", fix=do_fix)
-        except Exception:  # the harness itself: never let one input end the run
-            found = [("harness", traceback.format_exc().splitlines()[-1])]
-        out.append((n, origin, found, time.perf_counter() - started, do_fix))
+        found = _in_child(data, f"fuzz_{n}.py", do_fix, keep, timeout)
+        seconds = time.perf_counter() - started
+        failed = any(kind not in INFO_KINDS for kind, _ in found)
+        source = data.decode("utf-8", "backslashreplace") if failed else None
+        out.append((n, origin, found, seconds, do_fix, source))
     return out
+
+
+_WARM = False
+
+
+def _warm_up(seeds: list[str]) -> None:
+    """Import and exercise everything once in this worker, so that its forked children start warm
+    (an import of libcst in every child cost more than most inputs)."""
+    global _WARM
+    if not _WARM:
+        _properties(seeds[0].encode(), "warm.py", True, b"")
+        _WARM = True
+
+
+def _in_child(data: bytes, name: str, do_fix: bool, keep: bytes, timeout: float) -> list[tuple[str, str]]:
+    if not hasattr(os, "fork"):  # pragma: no cover - no fork: in this process, no timeout
+        return _properties(data, name, do_fix, keep)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send, leave without running the worker's cleanup
+        os.close(read_end)
+        payload = json.dumps(_properties(data, name, do_fix, keep)).encode()
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(payload)
+        os._exit(0)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        import selectors
+
+        with selectors.DefaultSelector() as selector:
+            selector.register(pipe, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    return [("hang", f"still running after {timeout:g} s; killed")]
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return [("process-crash", signal.Signals(os.WTERMSIG(status)).name)]
+    try:
+        return [(str(kind), str(message)) for kind, message in json.loads(b"".join(chunks))]
+    except ValueError:
+        return [("process-crash", f"exit status {os.WEXITSTATUS(status)}, no result")]
+
+
+def _properties(data: bytes, name: str, do_fix: bool, keep: bytes) -> list[tuple[str, str]]:
+    try:
+        return failures_for(data, name, fix=do_fix, keep=keep)
+    except Exception:  # the harness itself: never let one input end the run
+        return [("harness", traceback.format_exc().splitlines()[-1])]
+
+
+def _weights(spec: str) -> dict[str, float] | None:
+    if not spec:
+        return None
+    weights = {}
+    for part in spec.split(","):
+        origin, _, weight = part.partition(":")
+        if origin not in ORIGINS:
+            raise SystemExit(f"--origins: unknown origin {origin!r} (one of {', '.join(ORIGINS)})")
+        weights[origin] = float(weight or 1)
+    return weights
 
 
 def _visible(line: str) -> str:
@@ -389,7 +682,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fix-every", type=int, default=1, help="run the fix properties on every Nth input")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, help="write OUT.txt and OUT.json")
+    parser.add_argument(
+        "--origins",
+        default="",
+        help="weights of the input kinds, e.g. generated:1,mutated:1,real:3,hypothesmith:3"
+        " (default: half generated, half mutated fixtures and examples)",
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds before an input counts as a hang")
     args = parser.parse_args(argv)
+    weights = _weights(args.origins)
 
     numbers = list(range(args.seed, args.seed + args.inputs))
     jobs = []
@@ -397,52 +698,36 @@ def main(argv: list[str] | None = None) -> int:
         fix_part = [n for n in chunk if (n - args.seed) % args.fix_every == 0]
         rest = [n for n in chunk if (n - args.seed) % args.fix_every != 0]
         if fix_part:
-            jobs.append((fix_part, True))
+            jobs.append((fix_part, True, weights, args.timeout))
         if rest:
-            jobs.append((rest, False))
+            jobs.append((rest, False, weights, args.timeout))
     started = time.perf_counter()
-    results: list[tuple[int, str, list[tuple[str, str]], float, bool]] = []
+    results: list[Result] = []
     crashed: list[int] = []
-    pending = list(jobs)
-    while pending:
-        try:
-            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-                futures = [(job, pool.submit(_run_chunk, job)) for job in pending]
-                pending = []
-                for job, future in futures:
-                    try:
-                        results.extend(future.result())
-                    except BrokenProcessPool:
-                        pending.append(job)
-        except BrokenProcessPool:
-            pass
-        if pending:  # a worker died (a crash of the process, e.g. SIGSEGV): run those one by one
-            for numbers_, do_fix in pending:
-                for n in numbers_:
-                    with ProcessPoolExecutor(max_workers=1) as solo:
-                        try:
-                            results.extend(solo.submit(_run_chunk, ([n], do_fix)).result())
-                        except BrokenProcessPool:
-                            crashed.append(n)
-            pending = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(_run_chunk, job): job for job in jobs}
+        for future, job in futures.items():
+            try:
+                results.extend(future.result())
+            except BrokenProcessPool:  # a worker itself died: its chunk is lost, counted as crashes
+                crashed.extend(job[0])
     elapsed = time.perf_counter() - started
 
     by_kind: collections.Counter[str] = collections.Counter()
     by_origin: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[dict[str, object]]] = collections.defaultdict(list)
     failed_inputs = 0
-    seeds = corpus()
     fixed_checked = sum(1 for r in results if r[4])
-    for n, origin, found, _secs, _fix in results:
+    for n, origin, found, _secs, _fix, source in results:
         by_origin[origin] += 1
-        if found:
+        if any(kind not in INFO_KINDS for kind, _ in found):
             failed_inputs += 1
         for kind, message in found:
             by_kind[kind] += 1
             if len(examples[kind]) < 5:
                 example: dict[str, object] = {"input": n, "origin": origin, "message": message}
-                if kind in PRINTED_WITH_INPUT:
-                    example["source"] = make_input(n, seeds)[1].decode("utf-8", "backslashreplace")
+                if kind in PRINTED_WITH_INPUT and source is not None:
+                    example["source"] = source
                 examples[kind].append(example)
     for n in crashed:
         by_kind["process-crash"] += 1
@@ -464,7 +749,9 @@ def main(argv: list[str] | None = None) -> int:
         f"fuzz: {summary['inputs']} inputs (seed {args.seed}) in {summary['seconds']} s",
         "  by origin: " + ", ".join(f"{k} {v}" for k, v in sorted(by_origin.items())),
         f"  fix properties checked on {fixed_checked} inputs (the others: check only)",
-        f"  failed inputs: {failed_inputs}",
+        f"  failed inputs: {failed_inputs} (a hang: over {args.timeout:g} s; not failures: "
+        + ", ".join(sorted(INFO_KINDS))
+        + ")",
     ]
     lines += [f"  {kind}: {count}" for kind, count in sorted(by_kind.items())] or ["  (no failures)"]
     for kind, kind_examples in sorted(examples.items()):

@@ -17,6 +17,15 @@ written to a temporary file and renamed into place, so readers see an old or a n
 half of one. A file or entry that does not read back as expected is ignored (a miss). Concurrent
 runs merge: each writer re-reads what is on disk just before replacing it. Entries unused for
 `MAX_AGE_DAYS` are dropped.
+
+Security: the cache folder can be planted (a shared tree, another user's link). Every access goes
+through a descriptor of the folder opened without following links, and each name in it is opened
+relative to that descriptor, again without following links (no check-then-use race). A cache
+folder that is a link, not a folder, or not this user's is not used at all (the run goes on
+uncached); only regular files of this user, of at most MAX_FILE_BYTES, are read (a FIFO or a
+link to `/dev/zero` is never opened for reading); markers are created only where no entry of that
+name exists; and the only files ever deleted are this user's regular files named as offlint names
+its own (`results-<24 hex>.json`, `.results-*.tmp`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 import sys
 import time
 from functools import cache
@@ -50,6 +61,12 @@ CACHE_DIR_NAME = ".offlint_cache"
 FORMAT = 5
 MAX_AGE_DAYS = 30
 RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
+MAX_FILE_BYTES = 512 * 1024 * 1024  # a results file larger than this is not ours: ignored
+_RESULTS_NAME = re.compile(r"^results-[0-9a-f]{24}\.json$")
+_TEMP_NAME = re.compile(r"^\.results-[0-9a-z_]+\.tmp$")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -149,15 +166,17 @@ class ResultCache:
         return cls(root / CACHE_DIR_NAME)
 
     def _read(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
+        folder = _open_folder(self.folder)
+        if folder is None:
+            return {}, {}
         try:
-            raw = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, UnicodeDecodeError):
-            return {}, {}
-        if not isinstance(raw, dict) or raw.get("engine") != self.engine:
-            return {}, {}
-        entries = raw.get("entries")
-        index = raw.get("files")
-        return (entries if isinstance(entries, dict) else {}), (index if isinstance(index, dict) else {})
+            data = _read_own_file(folder, self.path.name)
+        finally:
+            _close_folder(folder)
+        return _parse(data, self.engine)
+
+    def _read_in(self, folder: _Folder) -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
+        return _parse(_read_own_file(folder, self.path.name), self.engine)
 
     # ---------------------------------------------------------------- stat index
     def known_digest(self, real: str, info: os.stat_result) -> str | None:
@@ -205,15 +224,16 @@ class ResultCache:
         return bool(self.fresh or self.touched or self.fresh_index or self.touched_index)
 
     def save(self) -> bool:
-        """Merge with what is on disk now and replace it atomically. False when it cannot."""
+        """Merge with what is on disk now and replace it atomically. False when it cannot (or
+        must not: the cache folder is a link, or not this user's)."""
         if not self.dirty:
             return True
-        import tempfile  # only a run that writes pays for it
-
+        folder = _open_folder(self.folder, create=True)
+        if folder is None:
+            return False
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._mark_folder()
-            merged, merged_index = self._read()  # another run may have written meanwhile
+            self._mark_folder(folder)
+            merged, merged_index = self._read_in(folder)  # another run may have written meanwhile
             merged.update({k: v for k, v in self.entries.items() if k not in merged})
             for key in self.touched:
                 if key in merged and isinstance(merged[key], dict):
@@ -237,19 +257,12 @@ class ResultCache:
             payload = json.dumps(
                 {"engine": self.engine, "entries": merged, "files": merged_index}, separators=(",", ":")
             )
-            fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.folder)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(payload)
-                os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is the project's
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-            self._drop_stale_files()
+            _replace_file(folder, self.path.name, payload.encode("utf-8"))
+            self._drop_stale_files(folder)
         except OSError:
             return False
+        finally:
+            _close_folder(folder)
         self.entries, self.index = merged, merged_index
         self.fresh.clear()
         self.touched.clear()
@@ -257,25 +270,150 @@ class ResultCache:
         self.touched_index.clear()
         return True
 
-    def _mark_folder(self) -> None:
+    def _mark_folder(self, folder: _Folder) -> None:
         for name, text in (
             (".gitignore", "# created by offlint\n*\n"),
             ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# offlint result cache\n"),
         ):
-            marker = self.folder / name
-            if not marker.exists():
-                with contextlib.suppress(OSError):
-                    marker.write_text(text, encoding="utf-8")
+            # O_EXCL: an entry already there, even a dangling link, is left as it is
+            with contextlib.suppress(OSError):
+                fd = folder.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(text)
 
-    def _drop_stale_files(self) -> None:
+    def _drop_stale_files(self, folder: _Folder) -> None:
         """Results of other offlint versions: at most a day old ones are kept (another
-        version may be running right now in a second checkout)."""
-        for other in self.folder.glob("results-*.json"):
-            if other == self.path:
+        version may be running right now in a second checkout); temporary files of runs killed
+        mid-write, after an hour. Only our own names, only this user's regular files."""
+        now = time.time()
+        for name in folder.names():
+            if name == self.path.name:
+                continue
+            if _RESULTS_NAME.match(name):
+                age = 86400
+            elif _TEMP_NAME.match(name):
+                age = 3600
+            else:
                 continue
             with contextlib.suppress(OSError):
-                if time.time() - other.stat().st_mtime > 86400:
-                    other.unlink()
+                info = folder.lstat(name)
+                if _own_regular(info) and now - info.st_mtime > age:
+                    folder.unlink(name)
+
+
+class _Folder:
+    """The cache folder, through a descriptor opened without following links where the platform
+    has them (every name below is then resolved against it), else through its path."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+
+    def _at(self, name: str) -> str:
+        return name if self.fd is not None else str(self.path / name)
+
+    def open(self, name: str, flags: int, mode: int = 0o644) -> int:
+        return os.open(self._at(name), flags, mode, dir_fd=self.fd)
+
+    def lstat(self, name: str) -> os.stat_result:
+        return os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
+
+    def unlink(self, name: str) -> None:
+        os.unlink(self._at(name), dir_fd=self.fd)
+
+    def rename(self, source: str, target: str) -> None:
+        os.replace(self._at(source), self._at(target), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def names(self) -> list[str]:
+        with os.scandir(self.fd if self.fd is not None else self.path) as listing:
+            return [entry.name for entry in listing]
+
+
+def _own_regular(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) and (not hasattr(os, "geteuid") or info.st_uid == os.geteuid())
+
+
+def _open_folder(path: Path, *, create: bool = False) -> _Folder | None:
+    """The cache folder, or None when it is missing (and not to be created), a link, not a
+    folder, or not this user's."""
+    if create:
+        with contextlib.suppress(FileExistsError, OSError):
+            os.mkdir(path, 0o755)
+    if os.open not in os.supports_dir_fd or not _NOFOLLOW or not _DIRECTORY:
+        try:  # pragma: no cover - no descriptor-relative calls here (Windows): check, then use
+            info = os.lstat(path)
+        except OSError:
+            return None
+        return _Folder(path, None) if stat.S_ISDIR(info.st_mode) else None
+    try:
+        fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+    except OSError:
+        return None  # missing, a link (ELOOP), or not a folder
+    info = os.fstat(fd)
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        os.close(fd)
+        return None
+    return _Folder(path, fd)
+
+
+def _close_folder(folder: _Folder) -> None:
+    if folder.fd is not None:
+        os.close(folder.fd)
+
+
+def _read_own_file(folder: _Folder, name: str) -> bytes | None:
+    """The bytes of `name` if it is this user's regular file of at most MAX_FILE_BYTES."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused by its type)
+        fd = folder.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(handle.fileno())
+            if not _own_regular(info) or info.st_size > MAX_FILE_BYTES:
+                return None
+            return handle.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            return None
+
+
+def _parse(data: bytes | None, engine: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
+    if data is None or len(data) > MAX_FILE_BYTES:
+        return {}, {}
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return {}, {}
+    if not isinstance(raw, dict) or raw.get("engine") != engine:
+        return {}, {}
+    entries = raw.get("entries")
+    index = raw.get("files")
+    return (entries if isinstance(entries, dict) else {}), (index if isinstance(index, dict) else {})
+
+
+def _replace_file(folder: _Folder, name: str, data: bytes) -> None:
+    """Write `data` to a fresh temporary file (O_EXCL, no links) and rename it onto `name`."""
+    import secrets  # only a run that writes pays for it
+
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    for _attempt in range(100):
+        tmp = f".results-{secrets.token_hex(8)}.tmp"
+        try:
+            fd = folder.open(tmp, flags, 0o644)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError("no free temporary name in the cache folder")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        folder.rename(tmp, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.unlink(tmp)
+        raise
 
 
 def _encode(report: FileReport) -> dict[str, Any]:

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import click
 
-from offlint.analysis.engine import DecodeError, check_source, decode_source
-from offlint.analysis.run import CheckOptions, below_floor_hidden, check_paths, settings_for
+from offlint.analysis.engine import DecodeError, decode_source
+from offlint.analysis.run import (
+    CheckOptions,
+    below_floor_hidden,
+    check_paths,
+    guarded_check,
+    settings_for,
+)
 from offlint.catalogue import CatalogueError, default_selection
 from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
 from offlint.diagnostics import RunReport
@@ -38,7 +44,7 @@ def check_stdin(
     settings = settings_for(finder.for_path(where), overrides, where, front_end)
     data = sys.stdin.buffer.read()
     report = RunReport()
-    report.files.append(below_floor_hidden(check_source(data, display, settings), settings))
+    report.files.append(below_floor_hidden(guarded_check(data, display, settings), settings))
     try:
         sources = {display: decode_source(data)}
     except DecodeError:

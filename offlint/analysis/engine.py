@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from offlint.analysis.guard import nesting_problem, parse_with_cpython
+from offlint.analysis.guard import parse_with_cpython, refusal
 from offlint.analysis.prefilter import plan_for
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from offlint.analysis.callgraph import Seed
+    from offlint.analysis.guard import Refusal
     from offlint.analysis.model import ModelOptions, ModuleModel
     from offlint.analysis.rule import Finding, Rule
 
@@ -117,6 +118,11 @@ def parse_error(path: str, exc: Exception) -> FileError:
     if isinstance(exc, RecursionError):
         return FileError(path, ErrorKind.TOO_DEEP, "code is nested too deeply to parse")
     return FileError(path, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+def refusal_error(path: str, refused: Refusal) -> FileError:
+    kind = ErrorKind.SYNTAX if refused.kind == "syntax" else ErrorKind.TOO_DEEP
+    return FileError(path, kind, refused.message, line=refused.line)
 
 
 def check_source(
@@ -277,9 +283,9 @@ def _confirm_fixes_with_libcst(job: _Job, skeleton_model: ModuleModel) -> None:
     if not fixers_may_plan(skeleton_model, job.settings, report.diagnostics):
         report.diagnostics = without_fixes(report.diagnostics)
     else:
-        problem = nesting_problem(job.text)
-        if problem is not None:
-            report.errors.append(FileError(job.path, ErrorKind.TOO_DEEP, problem))
+        refused = refusal(job.text)
+        if refused is not None:
+            report.errors.append(refusal_error(job.path, refused))
             report.diagnostics = []
             return
         full = ModuleModel(libcst.parse_module(job.text), job.options())
@@ -323,10 +329,10 @@ def _analyse_libcst(job: _Job) -> FileReport:
 
     report.timings["import"] = time.perf_counter() - started
     started = time.perf_counter()
-    problem = nesting_problem(text)  # libcst would crash the process on these (SIGSEGV)
+    refused = refusal(text)  # libcst would crash the process on these (SIGSEGV), or take minutes
     report.timings["guard"] = time.perf_counter() - started
-    if problem is not None:
-        report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
+    if refused is not None:
+        report.errors.append(refusal_error(path, refused))
         return report
     try:
         started = time.perf_counter()

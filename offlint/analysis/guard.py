@@ -8,13 +8,20 @@ too deep cannot run anywhere, and is reported as `too-deeply-nested` without bei
 
 CPython's parse costs about a tenth of libcst's, so it runs only when a cheap screen says the
 text could be deep: a big file, a very long line, deep bracket nesting or indentation, or enough
-operators for one long chain (10 of sglang's 4 539 files under 64 kB pass the screen).
+operators or trailers for one long chain (42 of sglang's 4 539 files under 64 kB pass the screen).
+A text the screen flags and CPython rejects as a plain syntax error is not handed to libcst either:
+its parser backtracks on broken code and a 40 000-link `a.b.c...` with an indentation error kept
+it busy for minutes before it overflowed the stack. CPython's message is reported instead.
+Where CPython accepts the text, chains libcst parses in super-linear time (trailers: `x[0][0]...`,
+4 000 take 38 s) or whose tree its visitors walk recursively (any expression nested past
+MAX_DEPTH) are refused too.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import cast
 
@@ -24,7 +31,10 @@ SCREEN_BRACKETS = 50  # or with brackets nested this deep (counted naively, stri
 SCREEN_OPERATORS = 5_000  # or with this many operator characters / keywords (a chain needs them)
 SCREEN_CHAIN = 300  # or this many `elif`s, or `and`/`or`s
 SCREEN_INDENT = 100  # or a line indented this far
+SCREEN_TRAILERS = 1_500  # or this many `.`, `[` and `(`: a chain libcst parses slowly needs them
 MAX_CHAIN = 1_000  # `a and b and ...` / `a < b < ...`: flat for CPython, recursive for libcst
+MAX_TRAILERS = 500  # `a.b[0](c)...`: libcst's time grows with the square of the chain
+MAX_DEPTH = 1_000  # expressions nested this deep (`1 + 1 + ...` nests to the left): beyond it, refused
 
 _BRACKETS = re.compile(r"[^()\[\]{}]+")
 _DEPTH = str.maketrans({"(": "1", "[": "1", "{": "1", ")": "2", "]": "2", "}": "2"})
@@ -56,6 +66,7 @@ def _needs_screening(text: str) -> bool:
         or _DEEP_INDENT.search(text) is not None
         or sum(text.count(op) for op in _OPERATORS) > SCREEN_OPERATORS
         # each `elif` and each `and`/`or` is one more level of recursion for libcst
+        or text.count(".") + text.count("[") + text.count("(") > SCREEN_TRAILERS
         or text.count("elif") > SCREEN_CHAIN
         or _count_at_least(_BOOLEAN_OPERATOR, text, SCREEN_CHAIN)
         or _bracket_depth(text) > SCREEN_BRACKETS
@@ -80,19 +91,64 @@ def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
     return cast(ast.Module, tree), None
 
 
-def nesting_problem(text: str) -> str | None:
-    """A one-line reason when `text` is too deeply nested to parse safely, else None."""
+@dataclass(frozen=True)
+class Refusal:
+    """Why a text is not handed to libcst: `syntax` (CPython's own error) or `deep`."""
+
+    kind: str
+    message: str
+    line: int | None = None
+
+
+def refusal(text: str) -> Refusal | None:
+    """Why `text` must not reach libcst's parser, or None when it is safe to parse."""
     if not _needs_screening(text):
         return None
-    tree, problem = parse_with_cpython(text)
-    if tree is None:
-        return problem  # a plain syntax error (None): libcst reports it with its own position
     try:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.BoolOp) and len(node.values) > MAX_CHAIN:
-                return f"a chain of {len(node.values)} boolean operators is too long to parse"
-            if isinstance(node, ast.Compare) and len(node.ops) > MAX_CHAIN:
-                return f"a chain of {len(node.ops)} comparisons is too long to parse"
-    except RecursionError:
-        return "code is nested too deeply for Python to parse"
+        tree = compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return Refusal("deep", "code is nested too deeply for Python to parse")
+    except SyntaxError as exc:
+        message = str(exc.msg)
+        if any(m in message for m in DEPTH_MESSAGES):
+            return Refusal("deep", f"code is nested too deeply to parse ({message})")
+        # large or deep and broken: libcst's error recovery is what is slow or crashes here
+        return Refusal("syntax", message.splitlines()[0] if message else "invalid syntax", exc.lineno)
+    except (ValueError, OverflowError) as exc:
+        return Refusal("syntax", str(exc).splitlines()[0] if str(exc) else "invalid source")
+    problem = _chain_problem(cast(ast.Module, tree))
+    return Refusal("deep", problem) if problem else None
+
+
+def _chain_problem(tree: ast.Module) -> str | None:
+    """Too long a chain or too deep an expression for libcst, measured on CPython's tree without
+    recursing (the tree may be thousands of levels deep)."""
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.BoolOp) and len(node.values) > MAX_CHAIN:
+            return f"a chain of {len(node.values)} boolean operators is too long to parse"
+        if isinstance(node, ast.Compare) and len(node.ops) > MAX_CHAIN:
+            return f"a chain of {len(node.ops)} comparisons is too long to parse"
+        if isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            links, link = 0, cast(ast.expr, node)
+            while isinstance(link, (ast.Attribute, ast.Subscript, ast.Call)):
+                links += 1
+                link = link.func if isinstance(link, ast.Call) else link.value
+            if links > MAX_TRAILERS:
+                return f"a chain of {links} attributes, subscripts and calls is too long to parse"
+        if isinstance(node, ast.expr):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"an expression nested {depth} deep is too deep to parse"
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
     return None
+
+
+def nesting_problem(text: str) -> str | None:
+    """A one-line reason when `text` must not be parsed by libcst (too deep, too long a chain, or
+    a large or deep text CPython rejects), else None. `refusal` says which."""
+    refused = refusal(text)
+    if refused is None:
+        return None
+    return refused.message if refused.line is None else f"line {refused.line}: {refused.message}"

@@ -48,7 +48,7 @@ from offlint.diagnostics import (
 from offlint.discovery import Discovered, discover
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from offlint.analysis.callgraph import Seed
 
@@ -362,7 +362,19 @@ def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport 
 
 def _analyse(job: Job) -> FileReport:
     data, display, settings = job
-    return check_source(data, display, settings, prefiltered=True)
+    return guarded_check(data, display, settings, prefiltered=True)
+
+
+def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefiltered: bool = False) -> FileReport:
+    """`check_source` on a deep-stack thread, inside the file's error boundary: whatever fails
+    (a RecursionError, a bug) is one error of this file and the run goes on."""
+    from offlint.analysis.deep_stack import on_deep_stack
+    from offlint.analysis.engine import parse_error
+
+    try:
+        return on_deep_stack(lambda: check_source(data, display, settings, prefiltered=prefiltered))
+    except Exception as exc:
+        return FileReport(path=display, errors=[parse_error(display, exc)])
 
 
 def _warm_up() -> None:
@@ -377,7 +389,12 @@ def _warm_up() -> None:
 
 class _Pool:
     def __init__(self, workers: int) -> None:
-        # imported here: a run that needs no pool (a warm cache, a small tree) never pays for them
+        # the pool's imports are made in _start: a run that needs no pool (a warm cache, a small
+        # tree) never pays for them
+        self.workers = workers
+        self.executor = self._start(workers)
+
+    def _start(self, workers: int) -> ProcessPoolExecutor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -386,21 +403,54 @@ class _Pool:
             # fork: workers start in milliseconds with the parent's imports (the parent has not
             # imported libcst, and holds no threads yet)
             context = multiprocessing.get_context("fork")
-        self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
         # start the workers now, so their imports overlap the caller's work
-        self._warm: list[Future[None]] = [self.executor.submit(_noop) for _ in range(workers)]
+        self._warm: list[Future[None]] = [executor.submit(_noop) for _ in range(workers)]
+        return executor
 
     def run(self, jobs: Sequence[Job]) -> Iterator[FileReport]:
-        """Largest first (the longest parse must not start last); results as they complete."""
-        ordered = sorted(jobs, key=lambda job: -len(job[0]))
-        futures = [self.executor.submit(_analyse, job) for job in ordered]
-        from concurrent.futures import as_completed
+        """Largest first (the longest parse must not start last); results as they complete.
 
+        A worker that dies (killed, or a crash in native code the guard did not foresee) breaks
+        the pool and fails every file still in it: those are analysed again, each in a process
+        of its own, so only the file that kills its process is reported, as one error."""
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        ordered = sorted(jobs, key=lambda job: -len(job[0]))
+        futures = {self.executor.submit(_analyse, job): job for job in ordered}
+        failed: list[Job] = []
         for future in as_completed(futures):
-            yield future.result()
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                failed.append(futures[future])
+        if failed:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            for job in failed:
+                yield _analyse_alone(job)
+            self.executor = self._start(self.workers)
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _analyse_alone(job: Job) -> FileReport:
+    """One file in a process of its own: a crash there is this file's error, not the run's."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as alone:
+        try:
+            return alone.submit(_analyse, job).result()
+        except BrokenProcessPool:
+            display = job[1]
+            return FileReport(
+                path=display,
+                errors=[FileError(display, ErrorKind.INTERNAL, "the process analysing this file crashed")],
+            )
 
 
 def _noop() -> None:
@@ -411,7 +461,7 @@ def analyse_all(jobs: Sequence[Job], workers: int | None) -> list[FileReport]:
     """Analyse already-read files (no cache): serially unless there is enough work for a pool."""
     total = sum(len(data) for data, _, _ in jobs)
     if serial_only(workers) or len(jobs) < 2 or total < PARALLEL_THRESHOLD_BYTES:
-        return [check_source(*job) for job in jobs]
+        return [guarded_check(*job) for job in jobs]
     pool = _Pool(worker_count(workers, len(jobs)))
     try:
         early = [r for r in (_prefilter(*job) for job in jobs) if r is not None]

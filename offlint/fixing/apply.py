@@ -1,27 +1,34 @@
 """Run the fixers on one file's bytes until nothing more applies.
 
 Each fixer plans statement-level changes on a fresh parse of the current text; its result is
-kept only if it parses (libcst) and compiles (Python), otherwise it is dropped and reported and
-the other fixers still run. Bytes are parsed as bytes, so encoding, BOM and newlines round-trip.
+kept only if it parses (libcst) and compiles (Python) and every byte outside the statements it
+edits is unchanged, otherwise it is dropped and reported and the other fixers still run. Bytes
+are parsed as bytes, so encoding, BOM and newlines round-trip; a file libcst does not reproduce
+byte for byte (a form feed at a line start, a lone `\r` at the end, a second BOM) is not fixed.
 The loop is bounded; a file that still changes after MAX_ROUNDS is reported, not looped on.
+
+The whole of it runs on a deep-stack thread (`deep_stack.py`) inside one error boundary: a
+file's failure, whatever the step, is one error on its result and never reaches the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from offlint.analysis.deep_stack import on_deep_stack
 from offlint.analysis.engine import (
     DecodeError,
     FileSettings,
     check_source,
     decode_source,
     parse_error,
+    refusal_error,
 )
-from offlint.analysis.guard import nesting_problem
+from offlint.analysis.guard import refusal
 from offlint.analysis.model import ModelOptions, ModuleModel
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
@@ -110,7 +117,58 @@ def result_problem(data: bytes, path: str, *, must_compile: bool = True) -> str 
         if must_compile:
             compile(decode_source(data), path, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, DecodeError) as exc:
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"its result would not parse ({reason})"
+    return None
+
+
+def first_difference(before: bytes, after: bytes) -> int:
+    """The 1-based line of `before` holding the first byte where `after` differs from it."""
+    at = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after)))
+    return sum(1 for line in before[:at].splitlines(keepends=True) if line.endswith((b"\n", b"\r"))) + 1
+
+
+def edited_spans(plan: StatementPlan, positions: Mapping[cst.CSTNode, CodeRange]) -> list[tuple[int, int]]:
+    """The lines each planned change may rewrite: its anchor's, and the blank and comment lines
+    above a statement anchor (an insertion before it moves them)."""
+    spans = []
+    for record in plan.records:
+        where = positions.get(record.anchor)
+        if where is not None:
+            above = len(getattr(record.anchor, "leading_lines", ()))
+            spans.append((max(1, where.start.line - above), where.end.line))
+    return spans
+
+
+def changed_outside(before: bytes, after: bytes, spans: list[tuple[int, int]]) -> int | None:
+    """The first line of `before` outside the (1-based, inclusive) line `spans` that `after` does
+    not keep byte for byte, or None. The stretches between the spans must appear in `after` in
+    order, the first at its start and the last at its end: whatever the edits did, they did it
+    in the gaps the spans leave."""
+    lines = before.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    kept: list[tuple[int, int]] = []  # 0-based [first, end) line ranges outside every span
+    cursor = 0
+    for first, last in sorted(spans):
+        if first - 1 > cursor:
+            kept.append((cursor, first - 1))
+        cursor = max(cursor, last)
+    if cursor < len(lines):
+        kept.append((cursor, len(lines)))
+    position = 0
+    for index, (first, end) in enumerate(kept):
+        stretch = before[starts[first] : starts[end]]
+        if index == 0 and first == 0:
+            found = 0 if after.startswith(stretch) else -1
+        elif end == len(lines) and index == len(kept) - 1:
+            found = len(after) - len(stretch) if after.endswith(stretch) and len(after) - len(stretch) >= position else -1
+        else:
+            found = after.find(stretch, position)
+        if found < 0:
+            return first + 1
+        position = found + len(stretch)
     return None
 
 
@@ -121,16 +179,26 @@ def _check_settings(settings: FixSettings) -> FileSettings:
 
 
 def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
-    """Fix one file's bytes. Never raises: failures become FileErrors on the result."""
+    """Fix one file's bytes. Never raises: failures become FileErrors on the result, and a file
+    whose fixing failed midway is left as it was read."""
+    try:
+        return on_deep_stack(lambda: _fix_source(data, path, settings))
+    except Exception as exc:  # the file's error boundary: one bad file never stops the run
+        failed = FileFix(path=path, original=data, fixed=data)
+        failed.errors.append(parse_error(path, exc))
+        return failed
+
+
+def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     result = FileFix(path=path, original=data, fixed=data)
     try:
         text = decode_source(data)
     except DecodeError as exc:
         result.errors.append(FileError(path, ErrorKind.UNDECODABLE, str(exc)))
         return result
-    problem = nesting_problem(text)  # libcst would crash the process on these (SIGSEGV)
-    if problem is not None:
-        result.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
+    refused = refusal(text)  # libcst would crash the process on these (SIGSEGV), or take minutes
+    if refused is not None:
+        result.errors.append(refusal_error(path, refused))
         return result
     # a fix acts on what `check` shows at the same confidence floor, never on more
     checked = check_source(data, path, _check_settings(settings), confirm_fixes=False)
@@ -147,6 +215,7 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         result.left = [d for d in checked.diagnostics if d.confidence.at_least(settings.min_confidence)]
         return result
     dropped: set[str] = set()
+    round_trip_checked = False  # libcst gives the original back byte for byte
     original_compiles: bool | None = None  # asked only when a fixer produced something
     current = data
     for _round in range(MAX_ROUNDS):
@@ -156,6 +225,20 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                 continue
             try:
                 module = cst.parse_module(current)
+                if not round_trip_checked and module.bytes != data:
+                    line = first_difference(data, module.bytes)
+                    result.errors.append(
+                        FileError(
+                            path,
+                            ErrorKind.INTERNAL,
+                            "not fixed: libcst does not reproduce this file byte for byte"
+                            f" (line {line} would change: a form feed, lone carriage return or"
+                            " stray BOM there?)",
+                            line=line,
+                        )
+                    )
+                    return result
+                round_trip_checked = True  # the later parses are of offlint's own output
                 model = ModuleModel(
                     module, ModelOptions(capture_reachable=settings.capture_reachable)
                 )
@@ -174,17 +257,28 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                     result.notes.append(note)
             if not plan:
                 continue
-            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-            fixed = plan.apply(module).bytes
+            try:
+                positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+                fixed = plan.apply(module).bytes
+            except Exception as exc:  # e.g. RecursionError past the deep stack's limit
+                result.errors.append(
+                    FileError(path, ErrorKind.INTERNAL, f"dropped the {fixer.name} fix: {parse_error(path, exc).message}")
+                )
+                dropped.add(fixer.name)
+                continue
             if original_compiles is None:
                 original_compiles = compiles(data, path)
             problem = result_problem(fixed, path, must_compile=original_compiles)
+            if problem is None:
+                outside = changed_outside(current, fixed, edited_spans(plan, positions))
+                if outside is not None:
+                    problem = f"it would change line {outside}, outside the statements it edits"
             if problem is not None:
                 result.errors.append(
                     FileError(
                         path,
                         ErrorKind.INTERNAL,
-                        f"dropped the {fixer.name} fix: its result would not parse ({problem})",
+                        f"dropped the {fixer.name} fix: {problem}",
                     )
                 )
                 dropped.add(fixer.name)

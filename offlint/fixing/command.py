@@ -2,7 +2,10 @@
 
 Exit codes: 2 when any file could not be read, parsed, fixed or written (the others are still
 fixed); otherwise, without `--apply`, 1 when something would change and 0 when nothing would;
-with `--apply`, 0.
+with `--apply`, 1 while hazards remain (unless `--exit-zero`), else 0.
+
+With `--apply`, writes stay inside the tree named on the command line (`writes.py`), and the
+temporary files a killed run left next to the files it fixes are removed first.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 import click
 
 from offlint.diagnostics import FileError
+from offlint.reporting._sources import printable
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 
@@ -130,7 +134,13 @@ def run_fix(
     from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings, fix_source
     from offlint.fixing.diffs import unified_diff
     from offlint.fixing.offloader_rewrite import STRATEGIES
-    from offlint.fixing.writes import write_if_unchanged
+    from offlint.fixing.writes import (
+        inside,
+        outside_tree_error,
+        remove_stale_temps,
+        tree_roots,
+        write_if_unchanged,
+    )
 
     cwd = Path.cwd().resolve()
     overrides = SelectionOverrides(select=select, ignore=ignore)
@@ -145,6 +155,10 @@ def run_fix(
         )
         finder = ConfigFinder(config_file, fallback_root=cwd)
         files, run_errors = discover(list(paths), finder, cwd)
+        roots = tree_roots(paths)
+        if apply:
+            # only in folders of the tree: a link's target folder elsewhere is not ours to clean
+            remove_stale_temps(sorted({Path(f.real).parent for f in files if inside(f.real, roots)}))
         for found in files:
             config = finder.for_path(found.path)
             chosen = strategy or str(config.fix.get("strategy", "auto"))
@@ -158,21 +172,18 @@ def run_fix(
                 capture_reachable=tuple(config.capture_reachable),
                 min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
             )
+            if apply and not inside(found.real, roots):
+                run_errors.append(outside_tree_error(found.display, found.real))
+                continue
             data = read_file(found)
             if isinstance(data, FileError):
                 run_errors.append(data)
                 continue
             result = fix_source(data, found.display, settings)
             results.append(result)
-            if apply and result.changed and not result.errors:
-                error = write_if_unchanged(found.path, found.display, data, result.fixed)
-                if error is None:
-                    written.add(found.display)
-                else:
-                    result.errors.append(error)
-            elif apply and result.changed:
-                # some fix was dropped: what is left is still valid code, write it
-                error = write_if_unchanged(found.path, found.display, data, result.fixed)
+            if apply and result.changed:
+                # also when some fix was dropped: what is left is still valid code
+                error = write_if_unchanged(found.path, found.display, data, result.fixed, roots)
                 if error is None:
                     written.add(found.display)
                 else:
@@ -187,7 +198,7 @@ def run_fix(
         payload = {
             "files": [
                 {
-                    "path": r.path,
+                    "path": printable(r.path),
                     "changed": r.changed,
                     "written": r.path in written,
                     "strategies": sorted(set(r.strategies)),
@@ -206,7 +217,7 @@ def run_fix(
                         for e in r.errors
                     ],
                     **(
-                        {"diff": unified_diff(r.path, r.original, r.fixed)}
+                        {"diff": unified_diff(printable(r.path), r.original, r.fixed)}
                         if show_diff and r.changed
                         else {}
                     ),
@@ -215,7 +226,8 @@ def run_fix(
                 if r.changed or r.errors or r.notes or r.remaining or r.left
             ],
             "errors": [
-                {"path": e.path, "kind": e.kind.value, "message": e.message} for e in run_errors
+                {"path": printable(e.path), "kind": e.kind.value, "message": printable(e.message)}
+                for e in run_errors
             ],
             "summary": {
                 "files": len(results),
@@ -228,7 +240,7 @@ def run_fix(
     else:
         for r in changed:
             if show_diff:
-                click.echo(unified_diff(r.path, r.original, r.fixed, color=color), nl=False)
+                click.echo(unified_diff(printable(r.path), r.original, r.fixed, color=color), nl=False)
         _text_summary(results, run_errors, written, apply)
     if errors:
         return EXIT_ERROR
@@ -249,14 +261,14 @@ def _text_summary(
         for edit in r.edits:
             rules = ", ".join((edit.rule, *edit.also_fixes))
             click.echo(
-                f"{r.path}:{edit.line}: {rules} [{edit.safety.value}] {edit.title}", err=True
+                f"{printable(r.path)}:{edit.line}: {rules} [{edit.safety.value}] {edit.title}", err=True
             )
         for note in r.notes:
-            click.echo(f"{r.path}: note: {note}", err=True)
+            click.echo(f"{printable(r.path)}: note: {note}", err=True)
         for d in r.remaining:
-            click.echo(f"{r.path}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
+            click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
     for error in run_errors + [e for r in results for e in r.errors]:
-        click.echo(f"offlint: error: {error.one_line()}", err=True)
+        click.echo(f"offlint: error: {printable(error.one_line())}", err=True)
     changed = [r for r in results if r.changed]
     edits = sum(len(r.edits) for r in changed)
     if apply:

@@ -41,6 +41,7 @@ class WrapAroundPrefetch:
     ahead: cst.BaseExpression
     bound: cst.BaseExpression
     function: FunctionInfo
+    producer_name: str  # the method called
 
 
 @dataclass(eq=False)
@@ -183,20 +184,13 @@ def _producer_parts(
     return None
 
 
-def _wait_site(fn: FunctionInfo, event_attr: str) -> CallSite | None:
-    found = None
-    for site in fn.calls:
-        if (
-            site.method == "wait"
-            and site.receiver is not None
-            and self_attribute(site.receiver) == event_attr
-        ) or (
-            site.method == "wait_event"
-            and site.node.args
-            and self_attribute(site.node.args[0].value) == event_attr
-        ):
-            found = site
-    return found
+def _waited_event(site: CallSite) -> str | None:
+    """`E` when the call is `self.E.wait()` or `stream.wait_event(self.E)`."""
+    if site.method == "wait" and site.receiver is not None:
+        return self_attribute(site.receiver)
+    if site.method == "wait_event" and site.node.args:
+        return self_attribute(site.node.args[0].value)
+    return None
 
 
 def _returns_attr(fn: FunctionInfo, attr: str) -> bool:
@@ -205,22 +199,83 @@ def _returns_attr(fn: FunctionInfo, attr: str) -> bool:
     )
 
 
+class _ProducerCalls:
+    """The wrap-around prefetches and priming loops of the module, by the method they call: one
+    scan of the module for all its shapes (a scan per shape was quadratic in a class of many
+    producers)."""
+
+    def __init__(self, model: ModuleModel) -> None:
+        self.model = model
+        self._wrap_arounds: dict[str, list[WrapAroundPrefetch]] | None = None
+        self._primers: dict[str, list[PrimingLoop]] | None = None
+
+    def wrap_arounds(self, producer_name: str) -> list[WrapAroundPrefetch]:
+        if self._wrap_arounds is None:
+            self._wrap_arounds = {}
+            for found in _wrap_arounds(self.model):
+                self._wrap_arounds.setdefault(found.producer_name, []).append(found)
+        return list(self._wrap_arounds.get(producer_name, ()))
+
+    def primers(self, producer_name: str) -> list[PrimingLoop]:
+        if self._primers is None:
+            self._primers = {}
+            for name, found in _priming_loops(self.model):
+                self._primers.setdefault(name, []).append(found)
+        return list(self._primers.get(producer_name, ()))
+
+
+class _ClassIndex:
+    """Which methods of a class wait on each `self.<event>`, and which set each `self.<attr>` to
+    None, found in one pass over the class: asking each method per producer was quadratic."""
+
+    def __init__(self, cls: ClassInfo) -> None:
+        self.waiters: dict[str, list[tuple[FunctionInfo, CallSite]]] = {}
+        self.clearers: dict[str, list[FunctionInfo]] = {}
+        # `self.<attr> = ...` lines at the top level of __init__ (the last one for each attr)
+        self.set_in_init: dict[str, cst.SimpleStatementLine] = {}
+        init = cls.methods.get("__init__")
+        for stmt in top_level_statements(init) if init is not None else ():
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign | cst.AnnAssign):
+                        for target in _targets(small):
+                            attr = self_attribute(target)
+                            if attr is not None:
+                                self.set_in_init[attr] = stmt
+        for method in cls.methods.values():
+            last: dict[str, CallSite] = {}  # the last wait on each event is the one kept
+            for site in method.calls:
+                event = _waited_event(site)
+                if event is not None:
+                    last[event] = site
+            for event, site in last.items():
+                self.waiters.setdefault(event, []).append((method, site))
+            cleared: set[str] = set()
+            for assign in method.assignments:
+                if isinstance(assign.value, cst.Name) and assign.value.value == "None":
+                    for target in assign.targets:
+                        attr = self_attribute(target)
+                        if attr is not None and attr not in cleared:
+                            cleared.add(attr)
+                            self.clearers.setdefault(attr, []).append(method)
+
+
 def find_shapes(model: ModuleModel) -> list[OffloaderShape]:
     shapes = []
+    calls = _ProducerCalls(model)
     for cls in model.classes:
+        index: _ClassIndex | None = None
         for producer in list(cls.methods.values()):
             parts = _producer_parts(model, producer)
             if parts is None:
                 continue
             tensors_attr, event_attr, fork_with, value = parts
-            for consumer in cls.methods.values():
-                if consumer is producer:
-                    continue
-                wait = _wait_site(consumer, event_attr)
-                if wait is None or not _returns_attr(consumer, tensors_attr):
+            index = index or _ClassIndex(cls)
+            for consumer, wait in index.waiters.get(event_attr, ()):
+                if consumer is producer or not _returns_attr(consumer, tensors_attr):
                     continue
                 shape = _build(
-                    model, cls, producer, consumer, tensors_attr, event_attr, fork_with, value, wait
+                    model, cls, producer, consumer, tensors_attr, event_attr, fork_with, value, wait, calls, index
                 )
                 if shape is not None:
                     shapes.append(shape)
@@ -238,6 +293,8 @@ def _build(
     fork_with: cst.With,
     value: cst.BaseExpression,
     wait: CallSite,
+    calls: _ProducerCalls,
+    index: _ClassIndex,
 ) -> OffloaderShape | None:
     consumer_branches = capture_branches(model, consumer)
     wait_statement = next(
@@ -253,30 +310,13 @@ def _build(
     offload = next(
         (
             m
-            for m in cls.methods.values()
-            if m is not producer
-            and m is not consumer
-            and m.name != "__init__"
-            and any(
-                self_attribute(t) == tensors_attr
-                and isinstance(a.value, cst.Name)
-                and a.value.value == "None"
-                for a in m.assignments
-                for t in a.targets
-            )
+            for m in index.clearers.get(tensors_attr, ())
+            if m is not producer and m is not consumer and m.name != "__init__"
         ),
         None,
     )
     init = cls.methods.get("__init__")
-    event_init = None
-    if init is not None:
-        for stmt in top_level_statements(init):
-            if isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(s, cst.Assign | cst.AnnAssign)
-                and any(self_attribute(t) == event_attr for t in _targets(s))
-                for s in stmt.body
-            ):
-                event_init = stmt
+    event_init = index.set_in_init.get(event_attr)
     asserts = []
     for stmt in top_level_statements(consumer):
         if stmt is wait_statement:
@@ -305,8 +345,8 @@ def _build(
         event_init=event_init,
         tensor_asserts=asserts,
     )
-    shape.wrap_arounds = list(_wrap_arounds(model, producer.name))
-    shape.primers = list(_priming_loops(model, producer.name))
+    shape.wrap_arounds = calls.wrap_arounds(producer.name)
+    shape.primers = calls.primers(producer.name)
     if shape.primers:
         shape.modules_return = _modules_return(shape.primers[0])
     shape.hazards = _hazards(shape, wait)
@@ -340,7 +380,7 @@ def _hazards(shape: OffloaderShape, wait: CallSite) -> list[tuple[str, str]]:
     return found
 
 
-def _wrap_arounds(model: ModuleModel, producer_name: str) -> Iterator[WrapAroundPrefetch]:
+def _wrap_arounds(model: ModuleModel) -> Iterator[WrapAroundPrefetch]:
     for fn in model.functions:
         for stmt in _own_simple_lines(fn.node.body):
             if len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
@@ -350,7 +390,6 @@ def _wrap_arounds(model: ModuleModel, producer_name: str) -> Iterator[WrapAround
                 isinstance(call, cst.Call)
                 and not call.args
                 and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == producer_name
                 and isinstance(call.func.value, cst.Subscript)
                 and len(call.func.value.slice) == 1
             ):
@@ -366,6 +405,7 @@ def _wrap_arounds(model: ModuleModel, producer_name: str) -> Iterator[WrapAround
                     ahead=modulo.left,
                     bound=modulo.right,
                     function=fn,
+                    producer_name=call.func.attr.value,
                 )
 
 
@@ -383,7 +423,8 @@ def _own_simple_lines(body: cst.BaseSuite) -> Iterator[cst.SimpleStatementLine]:
             stack.append(child)
 
 
-def _priming_loops(model: ModuleModel, producer_name: str) -> Iterator[PrimingLoop]:
+def _priming_loops(model: ModuleModel) -> Iterator[tuple[str, PrimingLoop]]:
+    """Each priming loop, with the name of the method it calls."""
     for fn in model.functions:
         if not fn.is_method or fn.cls is None:
             continue
@@ -402,7 +443,7 @@ def _priming_loops(model: ModuleModel, producer_name: str) -> Iterator[PrimingLo
             ):
                 continue
             call = only.body[0].value
-            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == producer_name):
+            if not isinstance(call.func, cst.Attribute):
                 continue
             receiver = call.func.value
             variable = stmt.target.value
@@ -426,7 +467,7 @@ def _priming_loops(model: ModuleModel, producer_name: str) -> Iterator[PrimingLo
                 sequence = stmt.iter.value
             if sequence is None or self_attribute(sequence) is None:
                 continue
-            yield PrimingLoop(
+            yield call.func.attr.value, PrimingLoop(
                 loop=stmt,
                 method=fn,
                 owner=fn.cls,

@@ -72,7 +72,24 @@ def error_object(error: FileError, root: Path) -> dict[str, Any]:
 
 
 def dumps(document: object) -> str:
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Deterministic JSON, always valid UTF-8: a string holding an undecodable byte (a surrogate
+    escape, from a file name in a message) is written with that byte as printable `\\xNN` text."""
+    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(_printable_strings(document), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return text
+
+
+def _printable_strings(value: object) -> object:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {_printable_strings(k): _printable_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable_strings(v) for v in value]
+    return value
 
 
 def render_json(report: RunReport, *, root: Path) -> str:

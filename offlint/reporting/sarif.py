@@ -6,21 +6,25 @@ version. Results carry `partialFingerprints["offlintFingerprint/v1"]`: a hash of
 path, the whitespace-normalised source line and the occurrence index among identical triples.
 No line number goes into it, so moving code up or down keeps a finding's identity.
 Files that could not be checked become `invocations[0].toolExecutionNotifications`, and
-`executionSuccessful` is false when there is any.
+`executionSuccessful` is false when there is any. Artifact URIs are the relative paths
+percent-encoded byte by byte (RFC 3986), so any file name, undecodable or with a newline, is a
+valid URI; the fingerprint hashes the printable name (`display_path`).
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import offlint
 from offlint.catalogue import RuleSpec
 from offlint.diagnostics import Confidence, Diagnostic, FixSafety, RunReport
-from offlint.reporting._sources import SourceCache, display_path
+from offlint.reporting._sources import SourceCache, display_path, relative_path
 from offlint.reporting.json_format import dumps
 
 SARIF_VERSION = "2.1.0"
@@ -83,6 +87,11 @@ def fingerprints(diagnostics: list[Diagnostic], root: Path, sources: SourceCache
     return found
 
 
+def artifact_uri(path: str, root: Path) -> str:
+    """The path as a relative URI reference: its bytes percent-encoded, `/` kept."""
+    return quote(os.fsencode(relative_path(path, root)), safe="/")
+
+
 def _location(uri: str, region: dict[str, int] | None) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": SRCROOT}}
     if region:
@@ -124,7 +133,7 @@ def sarif_document(
                 "level": _LEVEL[diagnostic.confidence],
                 "rank": _RANK[diagnostic.confidence],
                 "message": {"text": diagnostic.message},
-                "locations": [_location(display_path(diagnostic.path, root), region)],
+                "locations": [_location(artifact_uri(diagnostic.path, root), region)],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
                 "properties": {
                     "fixable": diagnostic.fix_safety is not FixSafety.NONE,
@@ -144,7 +153,7 @@ def sarif_document(
                 "level": "error",
                 "message": {"text": error.message},
                 "descriptor": {"id": error.kind.value},
-                "locations": [_location(display_path(error.path, root), error_region)],
+                "locations": [_location(artifact_uri(error.path, root), error_region)],
             }
         )
 
