@@ -261,17 +261,20 @@ def check_command(
     if fix or diff:
         if Path("-") in paths:
             fail("--fix and --diff need files: stdin cannot be rewritten")
-        fixed = apply_check_fixes(
-            paths,
-            write=fix,
-            unsafe=unsafe_fixes,
-            show=show_fixes or diff,
-            select=_split(select) if select else None,
-            ignore=_split(ignore),
-            config_file=config_file,
-            min_confidence=min_confidence,
-            color=use_color(color, sys.stdout.isatty()),
-        )
+        from offlint.config import DiscoveryOverrides, discovery_overrides
+
+        with discovery_overrides(DiscoveryOverrides(respect_gitignore=respect_gitignore, force_exclude=force_exclude)):
+            fixed = apply_check_fixes(
+                paths,
+                write=fix,
+                unsafe=unsafe_fixes,
+                show=show_fixes or diff,
+                select=_split(select) if select else None,
+                ignore=_split(ignore),
+                config_file=config_file,
+                min_confidence=min_confidence,
+                color=use_color(color, sys.stdout.isatty()),
+            )
         if diff or fixed == EXIT_ERROR:
             sys.exit(fixed)
     code = run_check(

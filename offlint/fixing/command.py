@@ -78,6 +78,16 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     default=None,
     help="Force colour on or off (default: when stdout is a terminal).",
 )
+@click.option(
+    "--force-exclude/--no-force-exclude",
+    default=None,
+    help="Apply `exclude` to files named on the command line too (default: on; config force-exclude).",
+)
+@click.option(
+    "--respect-gitignore/--no-respect-gitignore",
+    default=None,
+    help="Skip files git ignores while walking folders (default: on; config respect-gitignore).",
+)
 def fix_command(
     paths: tuple[Path, ...],
     apply_: bool,
@@ -91,10 +101,15 @@ def fix_command(
     output_format: str,
     config_file: Path | None,
     color: bool | None,
+    force_exclude: bool | None,
+    respect_gitignore: bool | None,
 ) -> None:
     """Rewrite capture hazards in PATHS into capture-aware code (diff by default)."""
-    sys.exit(
-        run_fix(
+    from offlint.config import DiscoveryOverrides, discovery_overrides
+
+    discovery = DiscoveryOverrides(respect_gitignore=respect_gitignore, force_exclude=force_exclude)
+    with discovery_overrides(discovery):
+        code = run_fix(
             paths=paths or (Path("."),),
             apply=apply_,
             show_diff=show_diff or not apply_,
@@ -108,7 +123,7 @@ def fix_command(
             exit_zero=exit_zero,
             exit_non_zero_on_fix=exit_non_zero_on_fix,
         )
-    )
+    sys.exit(code)
 
 
 def run_fix(
