@@ -196,6 +196,8 @@ class ModuleModel:
         self.function_index: dict[int, FunctionInfo] | None = None  # reachability.function_of
         self._classes_by_name: dict[str, ClassInfo] | None = None  # _class_of_local
         self._all_method_names: frozenset[str] | None = None  # _method_names
+        # branch_contexts of boolean chains, for the walk of one expression (`_Walker.expression`)
+        self._branch_memo: dict[tuple[int, int], tuple[Context | None, Context | None]] = {}
         self._callers: dict[int, list[CallSite]] | None = None  # callers_of
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
@@ -329,6 +331,19 @@ class ModuleModel:
         """The contexts of the body and of the else branch of `if test:` (None: not decided by
         the test). Unlike `capture_condition`, sound for conjunctions and disjunctions: the else
         branch of `if capturing and x:` may still run while capturing."""
+        if isinstance(test, cst.BooleanOperation):
+            # a chain `a and b and ...` is asked about at each of its levels while it is walked:
+            # remember the answers for the walk of one expression (linear, not quadratic)
+            key = (id(test), id(fn))
+            memo = self._branch_memo.get(key)
+            if memo is None:
+                memo = self._branch_memo[key] = self._branch_contexts(test, fn)
+            return memo
+        return self._branch_contexts(test, fn)
+
+    def _branch_contexts(
+        self, test: cst.BaseExpression, fn: FunctionInfo | None
+    ) -> tuple[Context | None, Context | None]:
         if fn is not None and _run_once_test(test, fn):
             return Context.EAGER, None  # lazy one-time set-up: the warm-up before any capture ran it
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -1300,6 +1315,7 @@ class _BodyWalker:
     def expression(self, node: cst.CSTNode, stmt: cst.CSTNode, ctx: Context) -> None:
         """Record every call under `node` (not inside nested defs/lambdas), honouring
         `a if capturing else b`."""
+        self.model._branch_memo.clear()  # what a test implies can change between statements
         stack: list[tuple[cst.CSTNode, Context]] = [(node, ctx)]
         found: list[tuple[cst.Call, Context]] = []
         while stack:
@@ -1335,6 +1351,7 @@ class _BodyWalker:
             # pre-order, children in source order: close enough to evaluation order for the
             # rules' "before/after" questions
             stack.extend((child, current_ctx) for child in reversed(child_nodes(current)))
+        self.model._branch_memo.clear()
         for call, call_ctx in found:
             self.record_call(call, stmt, call_ctx)
 
