@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from offlint import __version__
+from offlint.cli_options import discovery_options
 
 if TYPE_CHECKING:
     from offlint.baseline import Baseline
@@ -172,16 +173,7 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
     help="cpython: CPython's parser builds a libcst-typed skeleton (fast); libcst: libcst's own "
     "parser (the reference the tests compare against; 3-6x slower). Same diagnostics.",
 )
-@click.option(
-    "--force-exclude/--no-force-exclude",
-    default=None,
-    help="Apply `exclude` to files named on the command line too (default: on; config force-exclude).",
-)
-@click.option(
-    "--respect-gitignore/--no-respect-gitignore",
-    default=None,
-    help="Skip files git ignores while walking folders (default: on; config respect-gitignore).",
-)
+@discovery_options
 @click.option(
     "--add-noqa",
     is_flag=True,

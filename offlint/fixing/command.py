@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from offlint.cli_options import discovery_options
 from offlint.diagnostics import FileError
 from offlint.reporting._sources import printable
 
@@ -78,16 +79,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     default=None,
     help="Force colour on or off (default: when stdout is a terminal).",
 )
-@click.option(
-    "--force-exclude/--no-force-exclude",
-    default=None,
-    help="Apply `exclude` to files named on the command line too (default: on; config force-exclude).",
-)
-@click.option(
-    "--respect-gitignore/--no-respect-gitignore",
-    default=None,
-    help="Skip files git ignores while walking folders (default: on; config respect-gitignore).",
-)
+@discovery_options
 def fix_command(
     paths: tuple[Path, ...],
     apply_: bool,
