@@ -27,7 +27,13 @@ from offlint.analysis.imports import NameResolver, dotted_name
 from offlint.analysis.kinds import Kind, KindOracle, Lookup, Typed, join, self_attribute
 from offlint.analysis.reachability import mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
-from offlint.analysis.syntax import child_nodes, may_hold_statements, same_code
+from offlint.analysis.syntax import (
+    child_nodes,
+    falsy_literal,
+    may_hold_statements,
+    operands,
+    same_code,
+)
 from offlint.analysis.torch_api import (
     ACCELERATOR_METHODS,
     CAPTURE_IMPLIES,
@@ -369,8 +375,6 @@ class ModuleModel:
             return flag
         if fn is not None and any(same_code(test, seen) for seen in fn.eager_tests):
             return Context.EAGER, None  # it held before where a capture returned early
-        if fn is not None and _run_once_test(test, fn):
-            return Context.EAGER, None  # lazy one-time set-up: the warm-up before any capture ran it
         if _tests_cpu_tensor(test) or _cpu_tensor_flag(test, fn):
             return Context.EAGER, None  # `if t.device.type == "cpu":` no CUDA work to capture there
         decided = self.capture_condition(test, fn)
@@ -992,7 +996,7 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
     for method, value in index.get(attr, ()):
         if value is None:
             return False  # `kw, self.kw = self.kw, None`: a hand-off, not a one-time set-up
-        if _falsy_literal(value):
+        if falsy_literal(value):
             if method.name != "__init__":
                 return False  # reset per call (`self.kw = None` after its use)
         elif method is fn:
@@ -1018,16 +1022,6 @@ def _attr_stores(cls: ClassInfo) -> dict[str, list[tuple[FunctionInfo, cst.BaseE
                         if unpacked is not None:
                             index.setdefault(unpacked, []).append((method, None))
     return index
-
-
-def _falsy_literal(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value in ("None", "False")
-
-
-def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
-        return [*_disjuncts(test.left), *_disjuncts(test.right)]
-    return [test]
 
 
 def _accelerator_receiver(call: cst.Call) -> tuple[str, bool] | None:
@@ -1220,7 +1214,7 @@ class _BodyWalker:
         if body_after is Context.EAGER and body_ctx is not Context.EAGER:
             # `if a or b: (if capturing: return) ...`: once through, a later `if b:` finds the
             # capture gone (it returned) - b implies eager from here on
-            self.fn.eager_tests.extend(_disjuncts(stmt.test))
+            self.fn.eager_tests.extend(operands(stmt.test, cst.Or))
         else_terminates = False
         if stmt.orelse is not None:
             if isinstance(stmt.orelse, cst.If):

@@ -34,7 +34,7 @@ import libcst as cst
 from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.syntax import call_argument, child_nodes, parameter_names, walk
+from offlint.analysis.syntax import call_argument, child_nodes, operands, parameter_names, walk
 from offlint.analysis.torch_api import (
     BACKWARD_HOOK_REGISTRARS,
     CAPTURE_TESTS,
@@ -299,7 +299,7 @@ def only_without_graphs(call: CallSite) -> bool:
     `if not cfg.enable_cuda_graph:` (a conjunct of it) or `if cfg.enforce_eager:` (DeepSpeed's
     profiling hooks, vLLM's eager-only paths), so no capture reaches it through here."""
     for test, taken in call.guards:
-        for conjunct in _conjuncts(test) if taken else ():
+        for conjunct in operands(test, cst.And) if taken else ():
             negated = isinstance(conjunct, cst.UnaryOperation) and isinstance(conjunct.operator, cst.Not)
             inner = conjunct.expression if isinstance(conjunct, cst.UnaryOperation) and negated else conjunct
             name = (dotted_name(inner) or "").lower()
@@ -308,12 +308,6 @@ def only_without_graphs(call: CallSite) -> bool:
             if not negated and any(w in name for w in _GRAPHS_OFF_WORDS):
                 return True
     return False
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]
 
 
 def _does_capture_work(fn: FunctionInfo) -> bool:

@@ -176,3 +176,22 @@ def call_argument(call: cst.Call, params: cst.Parameters, name: str, bound: bool
     if any(arg.star for arg in passed[: index + 1]):
         return None
     return passed[index].value if index < len(passed) else None
+
+
+def operands(test: cst.BaseExpression, operator: type[cst.BaseBooleanOp]) -> list[cst.BaseExpression]:
+    """The operands of a chain of one boolean operator: `a and b and c` -> [a, b, c] for cst.And
+    (any other expression is a chain of one)."""
+    found: list[cst.BaseExpression] = []
+    stack = [test]
+    while stack:  # no recursion: chains run hundreds long in generated code
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, operator):
+            stack += [node.right, node.left]
+        else:
+            found.append(node)
+    return found
+
+
+def falsy_literal(expr: cst.BaseExpression | None) -> bool:
+    """`None` or `False` written out."""
+    return isinstance(expr, cst.Name) and expr.value in ("None", "False")
