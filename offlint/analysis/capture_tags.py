@@ -8,7 +8,7 @@ import libcst as cst
 
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, attribute_stores
 from offlint.analysis.syntax import falsy_literal, operands, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
 
@@ -115,7 +115,7 @@ def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
     for flag in flags:
         if flag == event_attr:
             continue  # `if self.ev is not None:` says nothing of where it was recorded
-        truthy = [fn for fn in cls.methods.values() for value in _assigned(fn, flag) if not falsy_literal(value)]
+        truthy = [fn for fn, value in attribute_stores(cls, flag) if value is not None and not falsy_literal(value)]
         if truthy and all(id(fn) in recorders for fn in truthy):
             return True
     return False
@@ -155,9 +155,3 @@ def _records(fn: FunctionInfo, attr: str) -> bool:
 def _tested_flags(test: cst.BaseExpression) -> list[str]:
     """`self.f` tested for truth as a conjunct: `self.f`, `self.f and x`, `x and self.f`."""
     return [attr for operand in operands(test, cst.And) if (attr := self_attribute(operand)) is not None]
-
-
-def _assigned(fn: FunctionInfo, attr: str) -> list[cst.BaseExpression]:
-    return [
-        a.value for a in fn.assignments if a.value is not None and any(self_attribute(t) == attr for t in a.targets)
-    ]

@@ -119,7 +119,7 @@ class ClassInfo:
     bases: tuple[str, ...]
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     autograd_function: bool = False  # a torch.autograd.Function subclass (set by reachability)
-    # `self.X = value` stores by X, built on first use (`_run_once_test`)
+    # `self.X = value` stores by X, built on first use (`attribute_stores`)
     attr_stores: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] | None = None
     attrs: dict[str, Typed] = field(default_factory=dict)
     attr_elements: dict[str, Typed] = field(default_factory=dict)
@@ -989,11 +989,8 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
             attr = self_attribute(test.left)
     if attr is None or fn.cls is None:
         return False
-    index = fn.cls.attr_stores
-    if index is None:
-        index = fn.cls.attr_stores = _attr_stores(fn.cls)
     sets = False
-    for method, value in index.get(attr, ()):
+    for method, value in attribute_stores(fn.cls, attr):
         if value is None:
             return False  # `kw, self.kw = self.kw, None`: a hand-off, not a one-time set-up
         if falsy_literal(value):
@@ -1004,8 +1001,15 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
     return sets
 
 
+def attribute_stores(cls: ClassInfo, attr: str) -> list[tuple[FunctionInfo, cst.BaseExpression | None]]:
+    """Each `self.<attr> = value` in the class's methods, with the method (value None: stored by
+    unpacking, `a, self.x = ...`); indexed once per class."""
+    if cls.attr_stores is None:
+        cls.attr_stores = _attr_stores(cls)
+    return cls.attr_stores.get(attr, [])
+
+
 def _attr_stores(cls: ClassInfo) -> dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]]:
-    """`self.X = value` in the class's methods, by X (value None: stored by unpacking)."""
     index: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] = {}
     for method in cls.methods.values():
         for node in method.binding_nodes or ():
