@@ -25,6 +25,29 @@ _CALLED_FROM = "called from "
 # (qualname, confidence or "", reason, ((imported callee, called inside a capture region), …))
 IndexEntry = tuple[str, str, str, tuple[tuple[str, bool], ...]]
 ModuleIndex = tuple[IndexEntry, ...]
+# marks in an index, entries with no calls (no Python name starts with "<"): the module captures
+# in segments (defines, enters or marks eager breaks of a segmented capture); the module forks a
+# side stream with an event in capture-reachable code and leaves the join to a capture-aware
+# join of a later call, which a segment's end may precede
+SEGMENTED_CAPTURE: IndexEntry = ("<segmented-capture>", "", "", ())
+DEFERRED_EVENT_FORK: IndexEntry = ("<deferred-event-fork>", "", "", ())
+
+
+_SEGMENTED_WORDS = ("class BreakableCUDAGraphCapture", "eager_break_during_capture", "eager_on_graph(")
+
+
+def marks_of_unanalysed(text: str) -> ModuleIndex:
+    """The index of a file the prefilter settles unparsed: its segmented-capture mark, read from
+    the text (the class that captures in segments, or an eager-break marker)."""
+    return (SEGMENTED_CAPTURE,) if any(word in text for word in _SEGMENTED_WORDS) else ()
+
+
+def files_to_recheck_for_segments(indexes: Mapping[str, ModuleIndex]) -> list[str]:
+    """The files whose deferred event forks are OFL103 findings once the tree is known to
+    capture in segments (event forks are not joined at a segment's end); none if it does not."""
+    if not any(SEGMENTED_CAPTURE in index for index in indexes.values()):
+        return []
+    return sorted(key for key, index in indexes.items() if DEFERRED_EVENT_FORK in index)
 
 
 @dataclass(frozen=True)

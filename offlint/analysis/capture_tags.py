@@ -8,7 +8,7 @@ import libcst as cst
 
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel, attribute_stores
+from offlint.analysis.model import CallSite, ClassInfo, FunctionInfo, ModuleModel, attribute_stores
 from offlint.analysis.syntax import falsy_literal, operands, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
 
@@ -107,16 +107,51 @@ def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
     if event_attr is None or cls is None:
         return False
     recorders = {id(fn) for fn in cls.methods.values() if _records(fn, event_attr)}
-    if not recorders:
+    return _vouched_by(site, cls, recorders, event_attr)
+
+
+def fork_handed_over(site: CallSite, stream_attr: str) -> bool:
+    """`cur.wait_stream(self.side)` in a method that empties a payload (`self._state = None`) or
+    tests a flag that only the methods forking `self.side` set (`self._state = out, n` after
+    `self.side.wait_stream(cur)`): the join takes over what a fork of the same pipeline left, as
+    a start/consume pair does (a prefetch for the next layer of the same forward)."""
+    cls = site.function.cls
+    if cls is None:
+        return False
+    forkers = {id(fn) for fn in cls.methods.values() if _forks(fn, stream_attr)}
+    return _vouched_by(site, cls, forkers, stream_attr)
+
+
+def _vouched_by(site: CallSite, cls: ClassInfo, producers: set[int], own_attr: str) -> bool:
+    """A flag the site's guards test, or a payload its function empties after it, that only the
+    `producers` set truthy."""
+    if not producers:
         return False
     flags = [flag for test, taken in site.guards if taken for flag in _tested_flags(test)]
     # a hand-off: `kw, self.kw = self.kw, None` after the wait takes what the recorder left
     flags += _taken_after(site)
     for flag in flags:
-        if flag == event_attr:
+        if flag == own_attr:
             continue  # `if self.ev is not None:` says nothing of where it was recorded
         truthy = [fn for fn, value in attribute_stores(cls, flag) if value is not None and not falsy_literal(value)]
-        if truthy and all(id(fn) in recorders for fn in truthy):
+        if truthy and all(id(fn) in producers for fn in truthy):
+            return True
+    return False
+
+
+def _forks(fn: FunctionInfo, attr: str) -> bool:
+    """`self.side.wait_stream(...)`, also through a local alias (`s = self.side; s.wait_stream(cur)`)."""
+    aliases = {
+        t.value
+        for a in fn.assignments
+        if a.value is not None and self_attribute(a.value) == attr
+        for t in a.targets
+        if isinstance(t, cst.Name)
+    }
+    for call in fn.calls:
+        if call.method != "wait_stream" or call.receiver is None:
+            continue
+        if self_attribute(call.receiver) == attr or (isinstance(call.receiver, cst.Name) and call.receiver.value in aliases):
             return True
     return False
 

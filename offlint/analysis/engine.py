@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from offlint.analysis.callgraph import marks_of_unanalysed
 from offlint.analysis.guard import parse_with_cpython, refusal
 from offlint.analysis.prefilter import plan_for
 from offlint.diagnostics import (
@@ -55,6 +56,8 @@ class FileSettings:
     # functions other modules reach (callgraph.py): part of the key, a file is analysed anew when
     # what reaches it changes
     seeds: tuple[Seed, ...] = ()
+    # another module of the tree captures in segments (callgraph.SEGMENTED_CAPTURE)
+    segmented_capture: bool = False
     # findings below it are hidden from the report; not part of the key (cached results hold all)
     min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE
 
@@ -70,6 +73,7 @@ class FileSettings:
                 ",".join(self.extra_tokens),
                 self.front_end,
                 ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}" for s in self.seeds),
+                "segmented" if self.segmented_capture else "",
             ]
         )
 
@@ -152,6 +156,7 @@ def check_source(
         passed = may_hold_hazard(text, settings)
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
+            report.index = marks_of_unanalysed(text)
             return report
     return analyse_text(text, path, settings, report, confirm_fixes=confirm_fixes)
 
@@ -193,7 +198,11 @@ class _Job:
     def options(self) -> ModelOptions:
         from offlint.analysis.model import ModelOptions
 
-        return ModelOptions(capture_reachable=self.settings.capture_reachable, seeds=self.settings.seeds)
+        return ModelOptions(
+            capture_reachable=self.settings.capture_reachable,
+            seeds=self.settings.seeds,
+            segmented_capture=self.settings.segmented_capture,
+        )
 
 
 @contextmanager

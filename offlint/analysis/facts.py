@@ -26,6 +26,7 @@ from offlint.analysis.syntax import call_argument, parameter_names, same_code, w
 from offlint.analysis.torch_api import (
     CURRENT_STREAM,
     DEVICE_SYNCS,
+    EVENT_HOST_METHODS,
 )
 
 
@@ -311,7 +312,12 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
         return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
     if isinstance(expr, cst.Name):
         if fn is not None and is_parameter(fn, expr.value):
-            return StreamRole.UNKNOWN
+            # a stream every same-module caller hands in: the role the callers' streams have
+            handed = fn.handed_args.get(expr.value)
+            if not handed:
+                return StreamRole.UNKNOWN
+            roles = {stream_role(model, arg, caller, _depth + 1) for arg, caller in handed}
+            return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
         values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
         if not values:
             values = [v for v in global_values(model, expr.value) if not _is_none(v)]
@@ -914,3 +920,41 @@ def _is_name(node: cst.BaseExpression, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
+
+
+def handed_to_host_waiter(model: ModuleModel, value: cst.BaseExpression, name: str) -> bool:
+    """`return _Pending(ready_event=ev)` where the same-module class `_Pending` keeps `ev` and only
+    ever queries it from the host (`self._ready.synchronize()`): whoever gets the object waits
+    on the CPU, so no stream is joined back by the hand-off."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+        return False
+    cls = next((c for c in model.classes if c.name == value.func.value), None)
+    init = cls.methods.get("__init__") if cls is not None else None
+    if cls is None or init is None:
+        return False
+    params = [p.name.value for p in (*init.node.params.posonly_params, *init.node.params.params)][1:]
+    param = None
+    for index, arg in enumerate(value.args):
+        if _is_name(arg.value, name):
+            param = arg.keyword.value if arg.keyword is not None else (params[index] if index < len(params) else None)
+    if param is None:
+        return False
+    held = {
+        self_attribute(target)
+        for assign in init.assignments
+        if assign.value is not None and _is_name(assign.value, param)
+        for target in assign.targets
+    } - {None}
+    if not held:
+        return False
+    uses = [
+        site
+        for method in cls.methods.values()
+        for site in method.calls
+        if (site.receiver is not None and self_attribute(site.receiver) in held)
+        or any(self_attribute(arg.value) in held for arg in site.node.args)
+    ]
+    return bool(uses) and all(
+        site.receiver is not None and self_attribute(site.receiver) in held and site.method in EVENT_HOST_METHODS
+        for site in uses
+    )

@@ -78,6 +78,8 @@ class CallSite:
     statement: cst.CSTNode  # the small statement (or compound header) holding the call
     # tests of the `if`/`while`/ternaries around the call, with the branch taken (True = body)
     guards: tuple[tuple[cst.BaseExpression, bool], ...] = ()
+    # inside `with gpu_sync_allowed():`: the project declares the syncs there intended (OFL105)
+    sync_allowed: bool = False
 
     @property
     def reachable(self) -> bool:
@@ -126,6 +128,9 @@ class ClassInfo:
     capture_flags: set[str] = field(default_factory=set)  # self.X assigned from a capture test
     offloader_style: bool = False
     offloader_evidence: str = ""
+    # a function other than `__init__` returns a fresh instance (`return _Pending(...)`): its
+    # instances may live for one call, so "set once per instance" is not "set once"
+    made_per_call: bool = False
 
     @property
     def is_nn_module(self) -> bool:
@@ -160,6 +165,11 @@ class FunctionInfo:
     eager_break: bool = False  # runs eagerly between the segments of a segmented capture
     drives_capture: bool = False  # holds a capture region: it runs around the capture, not in it
     binding_nodes: list[cst.CSTNode] | None = None  # Assign/AnnAssign/With/Call of its own body
+    handed_down: dict[str, Typed] = field(default_factory=dict)  # parameter kinds its callers give
+    # what its same-module callers pass a handed-down parameter, and where (facts.stream_role)
+    handed_args: dict[str, list[tuple[cst.BaseExpression, FunctionInfo]]] = field(
+        default_factory=dict
+    )
 
     @property
     def name(self) -> str:
@@ -176,6 +186,9 @@ class ModelOptions:
     capture_reachable: Sequence[str] = ()
     # functions other modules of the checked tree reach (callgraph.py)
     seeds: Sequence[Seed] = ()
+    # the checked tree captures in segments (a module of it does, `segmented_capture`): an event
+    # fork joined in a later call may meet a segment's end first (callgraph.py)
+    segmented_capture: bool = False
 
 
 class ModuleModel:
@@ -205,6 +218,8 @@ class ModuleModel:
         # branch_contexts of boolean chains, for the walk of one expression (`_Walker.expression`)
         self._branch_memo: dict[tuple[int, int], tuple[Context | None, Context | None]] = {}
         self._callers: dict[int, list[CallSite]] | None = None  # callers_of
+        # this module captures in segments, marks eager breaks or defines the segmented capture
+        self.segmented_capture = False
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
         self._collect_device_modules()
@@ -215,10 +230,21 @@ class ModuleModel:
                 self._collect_bindings(fn)
             for cls in self.classes:
                 self._collect_class_attrs(cls)
+        for _ in range(3):  # a stream or event handed down a chain of calls, one link per round
+            changed = self._type_parameters_by_callers()
+            if not changed:
+                break
+            for fn in dict.fromkeys(changed):
+                self._collect_bindings(fn)
         for fn in self.functions:
             _BodyWalker(self, fn).walk()
         self._mark_offloader_classes()
         mark_reachable(self, self.options.capture_reachable, self.options.seeds)
+        self.segmented_capture = (
+            self.segmented_capture
+            or any(fn.eager_break for fn in self.functions)
+            or any(cls.name in SEGMENTED_GRAPH_CONTEXTS for cls in self.classes)
+        )
 
     def dispose(self) -> None:
         """Break the model's reference cycles (a call site and its function point at each other)
@@ -268,7 +294,9 @@ class ModuleModel:
             scope = scope.parent
         found = self._lookups[id(fn)] = Lookup(
             ChainMap(*(f.locals for f in scopes)) if len(scopes) > 1 else (fn.locals if fn else {}),
-            ChainMap(*(f.local_elements for f in scopes)) if len(scopes) > 1 else (fn.local_elements if fn else {}),
+            ChainMap(*(f.local_elements for f in scopes))
+            if len(scopes) > 1
+            else (fn.local_elements if fn else {}),
             cls.attrs if cls else {},
             cls.attr_elements if cls else {},
             self.oracle.globals,
@@ -304,7 +332,9 @@ class ModuleModel:
             return attr in fn.cls.capture_flags
         return False
 
-    def capture_condition(self, test: cst.BaseExpression, fn: FunctionInfo | None) -> Context | None:
+    def capture_condition(
+        self, test: cst.BaseExpression, fn: FunctionInfo | None
+    ) -> Context | None:
         """The context of the body of `if test:` - CAPTURING, EAGER, or None (not a capture test)."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self.capture_condition(test.expression, fn)
@@ -351,7 +381,10 @@ class ModuleModel:
         self, test: cst.BaseExpression, fn: FunctionInfo | None
     ) -> tuple[Context | None, Context | None]:
         if fn is not None and _run_once_test(test, fn):
-            return Context.EAGER, None  # lazy one-time set-up: the warm-up before any capture ran it
+            return (
+                Context.EAGER,
+                None,
+            )  # lazy one-time set-up: the warm-up before any capture ran it
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             body, other = self.branch_contexts(test.expression, fn)
             return other, body
@@ -449,24 +482,32 @@ class ModuleModel:
     def _class_of_local(self, name: str, fn: FunctionInfo) -> ClassInfo | None:
         """The same-module class of a parameter annotated with it (`pending: _PendingPlan`) or of
         a local made from it (`plan = _PendingPlan(...)`)."""
-        if self._classes_by_name is None:
-            self._classes_by_name = {cls.name: cls for cls in self.classes}
-        by_name = self._classes_by_name
+        by_name = self._classes_named()
         if not by_name or name == "self":
             return None
         if name in fn.locals and fn.locals[name].known:
             return None  # typed already (a stream, a tensor): not an instance of a class here
-        for param in (*fn.node.params.params, *fn.node.params.kwonly_params, *fn.node.params.posonly_params):
+        for param in (
+            *fn.node.params.params,
+            *fn.node.params.kwonly_params,
+            *fn.node.params.posonly_params,
+        ):
             if param.name.value == name:
                 annotation = param.annotation.annotation if param.annotation is not None else None
-                if isinstance(annotation, cst.SimpleString) and isinstance(annotation.evaluated_value, str):
+                if isinstance(annotation, cst.SimpleString) and isinstance(
+                    annotation.evaluated_value, str
+                ):
                     return by_name.get(annotation.evaluated_value)
                 return by_name.get(annotation.value) if isinstance(annotation, cst.Name) else None
         made = None
         for assign in fn.assignments:
             if any(isinstance(t, cst.Name) and t.value == name for t in assign.targets):
                 value = assign.value
-                cls = by_name.get(value.func.value) if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else None
+                cls = (
+                    by_name.get(value.func.value)
+                    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                    else None
+                )
                 if cls is None or (made is not None and made is not cls):
                     return None  # bound to something else too
                 made = cls
@@ -486,13 +527,19 @@ class ModuleModel:
                 if isinstance(target.target, cst.Name):
                     values.setdefault(target.target.value, []).append(assign.value)
         for fn in self.functions:
-            if fn.binding_nodes is None:  # collected once, read by every round of `_collect_bindings`
-                fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
+            if (
+                fn.binding_nodes is None
+            ):  # collected once, read by every round of `_collect_bindings`
+                fn.binding_nodes = [
+                    n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES
+                ]
             for node in fn.binding_nodes:
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
                         dotted = dotted_name(target.target)
-                        if dotted is not None and dotted.count(".") <= (1 if dotted.startswith("self.") else 0):
+                        if dotted is not None and dotted.count(".") <= (
+                            1 if dotted.startswith("self.") else 0
+                        ):
                             values.setdefault(dotted, []).append(node.value)
         resolver = self.resolver
         # an accelerator object of the project's own (diffusers' `TorchDeviceBackend(device)`,
@@ -513,20 +560,28 @@ class ModuleModel:
             if called:  # `get_accelerator().current_stream()`
                 resolver.accelerator_factories.add(name)
                 continue
-            if bound is not None and all(_is_none_literal(v) or _project_call(v, resolver) for v in bound):
+            if bound is not None and all(
+                _is_none_literal(v) or _project_call(v, resolver) for v in bound
+            ):
                 for value in bound:
                     if isinstance(value, cst.Call):
                         factory = dotted_name(value.func)
                         if factory is not None:
                             resolver.accelerator_factories.add(factory)
-        candidates = {name: bound for name, bound in values.items() if name not in resolver.bindings}
+        candidates = {
+            name: bound for name, bound in values.items() if name not in resolver.bindings
+        }
         changed = True
-        while changed:  # a second round for `dm = self.device_module` after `self.device_module = ...`
+        while (
+            changed
+        ):  # a second round for `dm = self.device_module` after `self.device_module = ...`
             changed = False
             for name, bound in list(candidates.items()):
                 if all(_is_none_literal(v) for v in bound):
                     del candidates[name]
-                elif all(_is_none_literal(v) or resolver.device_module_of(v) is not None for v in bound):
+                elif all(
+                    _is_none_literal(v) or resolver.device_module_of(v) is not None for v in bound
+                ):
                     resolver.device_modules.add(name)
                     del candidates[name]
                     changed = True
@@ -543,15 +598,22 @@ class ModuleModel:
     def _collect_bindings(self, fn: FunctionInfo) -> None:
         lookup = self.lookup_for(fn)
         for param in _all_params(fn.node.params):
-            if param.annotation is not None:
+            given = fn.handed_down.get(param.name.value)
+            if given is not None:
+                fn.locals[param.name.value] = given  # narrower than `t: torch.Tensor`
+            elif param.annotation is not None:
                 fn.locals[param.name.value] = join(
-                    fn.locals.get(param.name.value), self.oracle.of_annotation(param.annotation.annotation)
+                    fn.locals.get(param.name.value),
+                    self.oracle.of_annotation(param.annotation.annotation),
                 )
         if fn.binding_nodes is None:  # collected once, read by every round
             fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
         if not fn.global_names:  # `global _STREAM`: its assignments bind the module's global
             fn.global_names.update(
-                item.name.value for node in fn.binding_nodes if type(node) is cst.Global for item in node.names
+                item.name.value
+                for node in fn.binding_nodes
+                if type(node) is cst.Global
+                for item in node.names
             )
         for node in fn.binding_nodes:
             if isinstance(node, cst.Assign):
@@ -567,15 +629,22 @@ class ModuleModel:
             elif isinstance(node, cst.Nonlocal):
                 fn.nonlocals.update(item.name.value for item in node.names)
             elif isinstance(node, cst.Return):
+                made = self._class_made_by(node.value)
+                if made is not None and fn.name != "__init__":
+                    made.made_per_call = True
                 if node.value is not None and fn.parent is None and fn.cls is None:
                     # what a module function returns (`def get_side_stream(): return _STREAM`)
                     name = fn.name
-                    self.oracle.returns[name] = join(self.oracle.returns.get(name), self.oracle.of(node.value, lookup))
+                    self.oracle.returns[name] = join(
+                        self.oracle.returns.get(name), self.oracle.of(node.value, lookup)
+                    )
             elif isinstance(node, cst.With):
                 for item in node.items:
                     if item.asname is not None and isinstance(item.asname.name, cst.Name):
                         typed = self.oracle.of(item.item, lookup)
-                        fn.locals[item.asname.name.value] = join(fn.locals.get(item.asname.name.value), typed)
+                        fn.locals[item.asname.name.value] = join(
+                            fn.locals.get(item.asname.name.value), typed
+                        )
             elif (
                 isinstance(node, cst.Call)
                 and isinstance(node.func, cst.Attribute)
@@ -586,7 +655,9 @@ class ModuleModel:
                 typed = self.oracle.of(node.args[0].value, lookup)
                 container = node.func.value
                 if isinstance(container, cst.Name):
-                    fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
+                    fn.local_elements[container.value] = join(
+                        fn.local_elements.get(container.value), typed
+                    )
                 attr = self_attribute(container)
                 if attr is not None and fn.cls is not None:
                     fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
@@ -599,6 +670,83 @@ class ModuleModel:
             or self.capture_condition(returned, fn) is Context.CAPTURING
         ):
             fn.is_capture_predicate = True
+
+    def _class_made_by(self, value: cst.BaseExpression | None) -> ClassInfo | None:
+        """The same-module class `value` constructs (`_Pending(...)`), if any."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return None
+        return self._classes_named().get(value.func.value)
+
+    def _classes_named(self) -> dict[str, ClassInfo]:
+        if self._classes_by_name is None:
+            self._classes_by_name = {cls.name: cls for cls in self.classes}
+        return self._classes_by_name
+
+    def _callee_of(self, call: cst.Call, fn: FunctionInfo) -> tuple[FunctionInfo, int] | None:
+        """The same-module function or constructor (`__init__`) a call runs, with how many of its
+        leading parameters the call does not pass (`self`)."""
+        made = self._class_made_by(call)
+        if made is not None:
+            init = made.methods.get("__init__")
+            return (init, 1) if init is not None else None
+        target = self._called_function(call, fn)
+        if target is None:
+            return None
+        return target, 1 if target.cls is not None and isinstance(call.func, cst.Attribute) else 0
+
+    def _type_parameters_by_callers(self) -> list[FunctionInfo]:
+        """Unannotated parameters that every same-module caller passes a stream, an event or a
+        pinned host tensor take that kind (`_Pending(ready_event=self.ready_event)`): a helper or
+        a result object holds the caller's object. Returns the functions whose parameters changed."""
+        passed: dict[
+            tuple[int, str],
+            tuple[FunctionInfo, list[Typed], list[tuple[cst.BaseExpression, FunctionInfo]]],
+        ] = {}
+        for fn in self.functions:
+            lookup = self.lookup_for(fn)
+            for node in fn.binding_nodes or ():
+                if type(node) is not cst.Call:
+                    continue
+                call = cast(cst.Call, node)
+                callee = self._callee_of(call, fn) if call.args else None
+                if callee is None:
+                    continue
+                target, skipped = callee
+                params = [*target.node.params.posonly_params, *target.node.params.params][skipped:]
+                by_name = {p.name.value: p for p in (*params, *target.node.params.kwonly_params)}
+                for index, arg in enumerate(call.args):
+                    if arg.star:
+                        break
+                    if arg.keyword is not None:
+                        param = by_name.get(arg.keyword.value)
+                    else:
+                        param = params[index] if index < len(params) else None
+                    if param is None:
+                        continue
+                    entry = passed.setdefault((id(target), param.name.value), (target, [], []))
+                    entry[1].append(self.oracle.of(arg.value, lookup))
+                    entry[2].append((arg.value, fn))
+        changed: list[FunctionInfo] = []
+        for (_, name), (target, kinds, args) in passed.items():
+            first = kinds[0]
+            if (
+                first.kind not in _HANDED_DOWN_KINDS
+                or first.guessed
+                or any(k != first for k in kinds)
+            ):
+                continue
+            held = target.locals.get(name)
+            narrows = (
+                held is None
+                or not held.known
+                or (held.kind is Kind.TENSOR and first.kind is Kind.PINNED_HOST)
+            )
+            if first.kind is Kind.STREAM:
+                target.handed_args[name] = args
+            if narrows and held != first:
+                target.locals[name] = target.handed_down[name] = first
+                changed.append(target)
+        return changed
 
     def _type_parameters_by_use(self, fn: FunctionInfo, call: cst.Call) -> None:
         """A parameter used as only a stream can be: the receiver of `wait_stream`, `wait_event`
@@ -615,7 +763,11 @@ class ModuleModel:
         if first is not None and self.qualname(func) in STREAM_CONTEXTS:
             uses.append(first)
         for expr in uses:
-            if isinstance(expr, cst.Name) and expr.value != "self" and _is_parameter_of(fn, expr.value):
+            if (
+                isinstance(expr, cst.Name)
+                and expr.value != "self"
+                and _is_parameter_of(fn, expr.value)
+            ):
                 name = expr.value
                 fn.locals[name] = join(fn.locals.get(name), Typed(Kind.STREAM))
                 continue
@@ -648,7 +800,11 @@ class ModuleModel:
         value: cst.BaseExpression | None,
     ) -> None:
         capture_flag = value is not None and self.is_capture_test(value, fn)
-        if typed.kind is Kind.NOT_TORCH and value is not None and _same_target(target, _chain_root(value)):
+        if (
+            typed.kind is Kind.NOT_TORCH
+            and value is not None
+            and _same_target(target, _chain_root(value))
+        ):
             # `x = x.tolist()`: x holds a tensor before and a list after, and bindings are not
             # flow-sensitive; the conversion out of torch must not hide the tensor (the
             # conversion itself is the sync)
@@ -672,7 +828,14 @@ class ModuleModel:
             return
         attr = self_attribute(target)
         if attr is not None and fn.cls is not None:
-            fn.cls.attrs[attr] = join(fn.cls.attrs.get(attr), typed)
+            held = fn.cls.attrs.get(attr)
+            if (
+                isinstance(value, cst.Name)
+                and value.value in fn.handed_down
+                and held == Typed(Kind.TENSOR)
+            ):
+                held = None  # what the callers hand down narrows the parameter's `torch.Tensor`
+            fn.cls.attrs[attr] = join(held, typed)
             if element is not None:
                 fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), element)
             if capture_flag:
@@ -681,7 +844,9 @@ class ModuleModel:
         if isinstance(target, cst.Subscript):
             container = target.value
             if isinstance(container, cst.Name):
-                fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
+                fn.local_elements[container.value] = join(
+                    fn.local_elements.get(container.value), typed
+                )
             attr = self_attribute(container)
             if attr is not None and fn.cls is not None:
                 fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
@@ -696,7 +861,9 @@ class ModuleModel:
                 for small in stmt.body:
                     if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
                         typed = self.oracle.of_annotation(small.annotation.annotation)
-                        cls.attrs[small.target.value] = join(cls.attrs.get(small.target.value), typed)
+                        cls.attrs[small.target.value] = join(
+                            cls.attrs.get(small.target.value), typed
+                        )
 
     def _mark_offloader_classes(self) -> None:
         for cls in self.classes:
@@ -730,9 +897,16 @@ class ModuleModel:
         nested `hook`)."""
         if isinstance(expr, cst.Call):
             q = self.qualname(expr.func)
-            if q == "functools.partial" or dotted_name(expr.func) in ("partial", "functools.partial"):
+            if q == "functools.partial" or dotted_name(expr.func) in (
+                "partial",
+                "functools.partial",
+            ):
                 return self._function_named(expr.args[0].value, scope) if expr.args else None
-            factory = self._function_named(expr.func, scope) if isinstance(expr.func, cst.Name | cst.Attribute) else None
+            factory = (
+                self._function_named(expr.func, scope)
+                if isinstance(expr.func, cst.Name | cst.Attribute)
+                else None
+            )
             return _returned_nested_function(self, factory) if factory is not None else None
         if isinstance(expr, cst.Name):
             for fn in self.functions:
@@ -806,7 +980,6 @@ class _Definitions:
         self.fn_stack.pop()
 
 
-
 UNKNOWN_TYPED = Typed(Kind.UNKNOWN)
 
 
@@ -849,7 +1022,11 @@ def _sole_returned_value(body: cst.BaseSuite, depth: int = 0) -> cst.BaseExpress
         return None
     only = statements[0]
     value: cst.BaseExpression | None = None
-    if isinstance(only, cst.SimpleStatementLine) and len(only.body) == 1 and isinstance(only.body[0], cst.Return):
+    if (
+        isinstance(only, cst.SimpleStatementLine)
+        and len(only.body) == 1
+        and isinstance(only.body[0], cst.Return)
+    ):
         value = only.body[0].value
     elif isinstance(only, cst.With) or (
         # `try: return ... except Exception: return False`
@@ -893,12 +1070,22 @@ def _set_only_eagerly(fn: FunctionInfo, name: str) -> bool:
     set_eagerly = False
     for assign in fn.assignments:
         for target in assign.targets:
-            bound = [target] if isinstance(target, cst.Name) else [
-                e.value for e in getattr(target, "elements", ()) if isinstance(e.value, cst.Name)
-            ]
+            bound = (
+                [target]
+                if isinstance(target, cst.Name)
+                else [
+                    e.value
+                    for e in getattr(target, "elements", ())
+                    if isinstance(e.value, cst.Name)
+                ]
+            )
             if not any(t.value == name for t in bound):
                 continue
-            if isinstance(target, cst.Name) and assign.value is not None and _is_none_literal(assign.value):
+            if (
+                isinstance(target, cst.Name)
+                and assign.value is not None
+                and _is_none_literal(assign.value)
+            ):
                 continue
             if assign.context is not Context.EAGER or isinstance(assign.node, cst.AugAssign):
                 return False
@@ -916,7 +1103,9 @@ def _tests_cuda_tensor(expr: cst.BaseExpression) -> bool:
 def _tests_cpu_tensor(expr: cst.BaseExpression) -> bool:
     """`t.device.type == "cpu"`, `not t.is_cuda`: a test that a tensor lives on the host."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        return isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
+        return (
+            isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
+        )
     return _tests_device_type(expr, "cpu")
 
 
@@ -929,7 +1118,10 @@ def _tests_device_type(expr: cst.BaseExpression, device_type: str) -> bool:
     names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
     return (
         isinstance(comp.operator, cst.Equal)
-        and any(isinstance(side, cst.SimpleString) and side.evaluated_value == device_type for side in sides)
+        and any(
+            isinstance(side, cst.SimpleString) and side.evaluated_value == device_type
+            for side in sides
+        )
         and any(name.endswith(".device.type") for name in names)
     )
 
@@ -938,7 +1130,11 @@ def _cpu_tensor_flag(expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
     """`use_cpu` bound once, from `t.device.type == "cpu"`."""
     if fn is None or not isinstance(expr, cst.Name):
         return False
-    values = [a.value for a in fn.assignments if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)]
+    values = [
+        a.value
+        for a in fn.assignments
+        if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)
+    ]
     return len(values) == 1 and values[0] is not None and _tests_cpu_tensor(values[0])
 
 
@@ -973,7 +1169,12 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
 
 # exact types, compared with `type(x) in`: isinstance against libcst's ABCs is slow
 _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
-_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return})
+# what a parameter learns from its callers (pageable host tensors are not handed down: a caller
+# that passes one may be the exception among callers this module does not show)
+_HANDED_DOWN_KINDS = frozenset({Kind.STREAM, Kind.EVENT, Kind.PINNED_HOST})
+_BINDING_TYPES = frozenset(
+    {cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return}
+)
 
 
 def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
@@ -987,7 +1188,7 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
         comp = test.comparisons[0]
         if isinstance(comp.operator, cst.Is) and _is_none_literal(comp.comparator):
             attr = self_attribute(test.left)
-    if attr is None or fn.cls is None:
+    if attr is None or fn.cls is None or fn.cls.made_per_call:
         return False
     sets = False
     for method, value in attribute_stores(fn.cls, attr):
@@ -1001,7 +1202,9 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
     return sets
 
 
-def attribute_stores(cls: ClassInfo, attr: str) -> list[tuple[FunctionInfo, cst.BaseExpression | None]]:
+def attribute_stores(
+    cls: ClassInfo, attr: str
+) -> list[tuple[FunctionInfo, cst.BaseExpression | None]]:
     """Each `self.<attr> = value` in the class's methods, with the method (value None: stored by
     unpacking, `a, self.x = ...`); indexed once per class."""
     if cls.attr_stores is None:
@@ -1073,7 +1276,9 @@ def _terminates(block: cst.BaseSuite) -> bool:
     if isinstance(last, cst.If) and last.orelse is not None:
         other = last.orelse.body
         return _terminates(last.body) and (
-            _terminates(other) if isinstance(other, cst.BaseSuite) else isinstance(other, cst.If) and _terminates_if(other)
+            _terminates(other)
+            if isinstance(other, cst.BaseSuite)
+            else isinstance(other, cst.If) and _terminates_if(other)
         )
     return False
 
@@ -1098,6 +1303,7 @@ class _BodyWalker:
         self.order = 0
         self.scopes: list[StreamScope] = []
         self.graph_depth = 0
+        self.sync_allowed_depth = 0
         self.guards: list[tuple[cst.BaseExpression, bool]] = []
 
     def walk(self) -> None:
@@ -1236,7 +1442,7 @@ class _BodyWalker:
         return ctx
 
     def with_statement(self, stmt: cst.With, ctx: Context) -> Context:
-        pushed = 0
+        pushed = allows = 0
         graph = False
         for item in stmt.items:
             self.expression(item.item, stmt, ctx)
@@ -1255,12 +1461,18 @@ class _BodyWalker:
                 pushed += 1
             elif isinstance(item.item, cst.Call):
                 q = self.model.qualname(item.item.func)
-                if q in GRAPH_CONTEXTS or _last_name(item.item.func) in SEGMENTED_GRAPH_CONTEXTS:
+                if q in GRAPH_CONTEXTS:
                     graph = True
+                elif _last_name(item.item.func) in SEGMENTED_GRAPH_CONTEXTS:
+                    graph = self.model.segmented_capture = True
+                elif _declares_syncs_allowed(item.item.func):
+                    allows += 1
         if graph:
             self.graph_depth += 1
+        self.sync_allowed_depth += allows
         body_ctx = Context.CAPTURING if graph else ctx
         after = self.block(stmt.body, body_ctx)
+        self.sync_allowed_depth -= allows
         if graph:
             self.graph_depth -= 1
         for _ in range(pushed):
@@ -1286,7 +1498,11 @@ class _BodyWalker:
         if isinstance(expr, cst.Name):
             for assign in reversed(self.fn.assignments):
                 if any(isinstance(t, cst.Name) and t.value == expr.value for t in assign.targets):
-                    return self._stream_context_call(assign.value, depth + 1) if assign.value is not None else None
+                    return (
+                        self._stream_context_call(assign.value, depth + 1)
+                        if assign.value is not None
+                        else None
+                    )
         return None
 
     def small(self, small: cst.BaseSmallStatement, stmt: cst.CSTNode, ctx: Context) -> None:
@@ -1307,7 +1523,9 @@ class _BodyWalker:
                 )
             )
         elif isinstance(small, cst.Return):
-            self.fn.returns.append(ReturnSite(node=small, function=self.fn, context=ctx, order=self.next_order()))
+            self.fn.returns.append(
+                ReturnSite(node=small, function=self.fn, context=ctx, order=self.next_order())
+            )
         self.expression(small, stmt, ctx)
 
     def expression(self, node: cst.CSTNode, stmt: cst.CSTNode, ctx: Context) -> None:
@@ -1370,10 +1588,18 @@ class _BodyWalker:
             in_graph_region=self.graph_depth > 0,
             statement=stmt,
             guards=tuple(self.guards),
+            sync_allowed=self.sync_allowed_depth > 0,
         )
         self.fn.calls.append(site)
         if site.in_graph_region:
             self.model.graph_region_calls.append(site)
+
+
+def _declares_syncs_allowed(func: cst.BaseExpression) -> bool:
+    """`gpu_sync_allowed()`, `allow_host_sync()`: a project's own sync checker told that the
+    syncs in the block are intended (vLLM's `gpu_sync_allowed` around host-tensor reads)."""
+    name = (_last_name(func) or "").lower()
+    return "sync" in name and ("allow" in name or "permit" in name)
 
 
 def _last_name(expr: cst.BaseExpression) -> str | None:
@@ -1390,7 +1616,9 @@ def _chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
     while True:
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             expr = expr.func.value
-        elif isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and self_attribute(expr) is None):
+        elif isinstance(expr, cst.Subscript) or (
+            isinstance(expr, cst.Attribute) and self_attribute(expr) is None
+        ):
             expr = expr.value
         else:
             return expr
@@ -1401,4 +1629,3 @@ def _same_target(target: cst.BaseExpression, other: cst.BaseExpression) -> bool:
         return target.value == other.value
     attr = self_attribute(target)
     return attr is not None and attr == self_attribute(other)
-

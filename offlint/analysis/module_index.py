@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from offlint.analysis.callgraph import IndexEntry, ModuleIndex
+from offlint.analysis.callgraph import (
+    DEFERRED_EVENT_FORK,
+    SEGMENTED_CAPTURE,
+    IndexEntry,
+    ModuleIndex,
+)
+from offlint.analysis.facts import capture_aware_joins
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.reachability import HOOK_REASON, reach_root
 from offlint.diagnostics import Confidence
@@ -39,7 +45,19 @@ def module_index(model: ModuleModel) -> ModuleIndex:
             confidence == Confidence.HIGH.value or any(inside for _, inside in edges) or _on_a_hook_path(fn)
         ):
             entries.append((fn.qualname, confidence, _root_reason(fn), tuple(dict.fromkeys(edges))))
+    if model.segmented_capture:
+        entries.append(SEGMENTED_CAPTURE)
+    if _defers_an_event_fork(model):
+        entries.append(DEFERRED_EVENT_FORK)
     return tuple(entries)
+
+
+def _defers_an_event_fork(model: ModuleModel) -> bool:
+    """A side stream waits on an event in capture-reachable code and the module joins through a
+    capture-aware join elsewhere (the shape OFL103 lets pass unless the tree captures in segments;
+    the rule decides on the re-analysis)."""
+    forks = any(site.method == "wait_event" and site.hazardous for site in model.all_calls())
+    return forks and bool(capture_aware_joins(model))
 
 
 def _root_reason(fn: FunctionInfo) -> str:

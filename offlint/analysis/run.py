@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offlint.analysis.cache import ResultCache, content_digest, result_key
+from offlint.analysis.callgraph import marks_of_unanalysed
 from offlint.analysis.engine import (
     DecodeError,
     FileSettings,
@@ -251,10 +252,15 @@ def _follow_calls_across_modules(
     pool: _Pool | None,
 ) -> None:
     """Re-analyse the files whose functions other modules reach from a capture region
-    (`callgraph.py`), round by round, until no new function is reached."""
+    (`callgraph.py`), round by round, until no new function is reached; then, when the tree
+    captures in segments, the files that leave event forks to a later join."""
     if not any(f.index for f in report.files):
         return
-    from offlint.analysis.callgraph import ModuleNames, cross_module_seeds
+    from offlint.analysis.callgraph import (
+        ModuleNames,
+        cross_module_seeds,
+        files_to_recheck_for_segments,
+    )
 
     names = ModuleNames()
     modules: dict[str, str] = {}
@@ -264,44 +270,76 @@ def _follow_calls_across_modules(
         if module is not None:
             modules.setdefault(module, found.display)
             module_of[found.display] = (module, os.path.basename(found.real) == "__init__.py")
-    by_display = {found.display: found for found in files}
-    position = {f.path: i for i, f in enumerate(report.files)}
-    seeded: dict[str, dict[str, Seed]] = {}
+    again = _Reanalysis(report, files, settings_of, results_cache, pool)
     for _ in range(CALL_GRAPH_ROUNDS):
         indexes = {
             f.path: (*module_of[f.path], f.index) for f in report.files if f.index and f.path in module_of
         }
         changed = []
         for key, seeds in cross_module_seeds(indexes, modules).items():
-            known = seeded.setdefault(key, {})
+            known = again.seeded.setdefault(key, {})
             fresh = [seed for seed in seeds if seed.qualname not in known]
-            if fresh and key in position:
+            if fresh and key in again.position:
                 known.update((seed.qualname, seed) for seed in fresh)
                 changed.append(key)
         if not changed:
-            return
+            break
+        again.run(changed)
+    segmented = files_to_recheck_for_segments({f.path: f.index for f in report.files if f.index})
+    if segmented:
+        again.segmented = True
+        again.run(segmented)
+
+
+class _Reanalysis:
+    """Analyses files of a run again with what the whole tree taught: the functions other modules
+    reach (`seeded`), and whether the tree captures in segments."""
+
+    def __init__(
+        self,
+        report: RunReport,
+        files: Sequence[Discovered],
+        settings_of: _SettingsMemo,
+        results_cache: ResultCache | None,
+        pool: _Pool | None,
+    ) -> None:
+        self.report = report
+        self.by_display = {found.display: found for found in files}
+        self.position = {f.path: i for i, f in enumerate(report.files)}
+        self.settings_of = settings_of
+        self.results_cache = results_cache
+        self.pool = pool
+        self.seeded: dict[str, dict[str, Seed]] = {}
+        self.segmented = False
+
+    def run(self, changed: Sequence[str]) -> None:
         jobs: list[Job] = []
         keys: dict[str, str | None] = {}
         floors: dict[str, FileSettings] = {}
         for key in changed:
-            found = by_display[key]
+            found = self.by_display[key]
             settings = dataclasses.replace(
-                settings_of(found), seeds=tuple(sorted(seeded[key].values(), key=lambda s: s.qualname))
+                self.settings_of(found),
+                seeds=tuple(sorted(self.seeded.get(key, {}).values(), key=lambda s: s.qualname)),
+                segmented_capture=self.segmented,
             )
             floors[key] = settings
-            done = _cached_or_job(found, settings, results_cache)
+            done = _cached_or_job(found, settings, self.results_cache)
             if isinstance(done, FileReport):
-                report.files[position[key]] = below_floor_hidden(done, settings)
+                self.report.files[self.position[key]] = below_floor_hidden(done, settings)
             else:
                 jobs.append(done[0])
                 keys[key] = done[1]
-        # the pool's workers are still up: seeded files are parsed in parallel too
+        # the pool's workers are still up: re-analysed files are parsed in parallel too
+        pool = self.pool
         stream = pool.run(jobs) if pool is not None and len(jobs) > 1 else (_analyse(job) for job in jobs)
         for file_report in stream:
             cache_key = keys.get(file_report.path)
-            if results_cache is not None and cache_key is not None:
-                results_cache.put(cache_key, file_report)
-            report.files[position[file_report.path]] = below_floor_hidden(file_report, floors[file_report.path])
+            if self.results_cache is not None and cache_key is not None:
+                self.results_cache.put(cache_key, file_report)
+            self.report.files[self.position[file_report.path]] = below_floor_hidden(
+                file_report, floors[file_report.path]
+            )
 
 
 def _cached_or_job(
@@ -356,7 +394,7 @@ def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport 
     except DecodeError as exc:
         return FileReport(path=display, errors=[FileError(display, ErrorKind.UNDECODABLE, str(exc))])
     if not settings.select or not may_hold_hazard(text, settings):
-        return FileReport(path=display)
+        return FileReport(path=display, index=marks_of_unanalysed(text))
     return None
 
 

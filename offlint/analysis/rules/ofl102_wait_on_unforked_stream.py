@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping
+from offlint.analysis.capture_tags import fork_handed_over, guarded_by_capture_bookkeeping
 from offlint.analysis.facts import (
     StreamRole,
     forked_before,
@@ -13,6 +13,7 @@ from offlint.analysis.facts import (
     stream_key,
     stream_role,
 )
+from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
 
@@ -47,6 +48,9 @@ class WaitOnUnforkedStream(Rule):
                 continue  # a fork handle: set only right after its fork, earlier in the forward
             if guarded_by_capture_bookkeeping(model, site):
                 continue
+            attr = self_attribute(side)
+            if attr is not None and fork_handed_over(site, attr):
+                continue  # a start/consume pair: the consumer takes what the fork left
             yield Finding(
                 site.node,
                 {

@@ -11,6 +11,7 @@ from offlint.analysis.facts import (
     capture_aware_joins,
     fork_handed_to_a_join,
     fork_key,
+    handed_to_host_waiter,
     joined_after,
     joined_by_sibling,
     joined_within_enclosing_call,
@@ -21,9 +22,10 @@ from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes, same_code
 
 
-def _returns_recorded_event(fn: FunctionInfo, order: int) -> bool:
+def _returns_recorded_event(model: ModuleModel, fn: FunctionInfo, order: int) -> bool:
     """The function records a local event after the fork and returns it (alone or inside a
-    result object): the join is handed to the caller, who gets the event."""
+    result object): the join is handed to the caller, who gets the event - unless the result
+    object only ever waits for it from the host, which joins no stream."""
     recorded = {
         site.receiver.value
         for site in fn.calls
@@ -34,7 +36,7 @@ def _returns_recorded_event(fn: FunctionInfo, order: int) -> bool:
     for ret in fn.returns:
         if ret.order > order and ret.node.value is not None:
             names = {n.value for n in _names(ret.node.value)}
-            if names & recorded:
+            if any(not handed_to_host_waiter(model, ret.node.value, name) for name in names & recorded):
                 return True
     return False
 
@@ -87,7 +89,7 @@ class UnjoinedSideStream(Rule):
                 seen.add(key)
                 if joined_after(model, fn, key, site.order, site):
                     continue
-                if _returns_recorded_event(fn, site.order):
+                if _returns_recorded_event(model, fn, site.order):
                     continue  # the caller gets the event to join (publish/consume pairs)
                 if _made_current(fn, site):
                     continue  # `side.wait_stream(cur); torch.cuda.set_stream(side)`: a switch, not a fork
@@ -97,8 +99,12 @@ class UnjoinedSideStream(Rule):
                     continue  # a sibling closure of the same enclosing call joins it
                 if joins is None:
                     joins = capture_aware_joins(model)
-                if any(j is not fn for j in joins):
-                    continue  # the module offers a capture-aware join (documented)
+                if any(j is not fn for j in joins) and not (
+                    model.options.segmented_capture and site.method == "wait_event"
+                ):
+                    # the module offers a capture-aware join (documented) - which a segment's end
+                    # precedes under segmented capture, where only `wait_stream` forks are joined
+                    continue
                 yield Finding(
                     site.node,
                     {"stream": code_of(site.receiver, model), "function": fn.qualname},
