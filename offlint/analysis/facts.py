@@ -699,8 +699,11 @@ def capture_aware_joins(model: ModuleModel) -> list[FunctionInfo]:
     """Functions that join side-stream work in a way that knows about capture: they test
     `is_current_stream_capturing()` (or a flag from it) or read capture bookkeeping
     (`self._captured`), and make the current stream wait (`cur.wait_stream(side)`,
-    `cur.wait_event(ev)`, `ev.wait()`) somewhere that may run while capturing."""
-    out = []
+    `cur.wait_event(ev)`, `ev.wait()`) somewhere that may run while capturing. Asked by the
+    module index and OFL103 alike: found once per model."""
+    if model.capture_aware_joins is not None:
+        return model.capture_aware_joins
+    out: list[FunctionInfo] = []
     for fn in model.functions:
         if not (fn.tests_capture or capture_bookkeeping_tests(model, fn)):
             continue
@@ -716,6 +719,7 @@ def capture_aware_joins(model: ModuleModel) -> list[FunctionInfo]:
             ):
                 out.append(fn)
                 break
+    model.capture_aware_joins = out
     return out
 
 

@@ -167,9 +167,7 @@ class FunctionInfo:
     binding_nodes: list[cst.CSTNode] | None = None  # Assign/AnnAssign/With/Call of its own body
     handed_down: dict[str, Typed] = field(default_factory=dict)  # parameter kinds its callers give
     # what its same-module callers pass a handed-down parameter, and where (facts.stream_role)
-    handed_args: dict[str, list[tuple[cst.BaseExpression, FunctionInfo]]] = field(
-        default_factory=dict
-    )
+    handed_args: dict[str, list[tuple[cst.BaseExpression, FunctionInfo]]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -220,6 +218,7 @@ class ModuleModel:
         self._callers: dict[int, list[CallSite]] | None = None  # callers_of
         # this module captures in segments, marks eager breaks or defines the segmented capture
         self.segmented_capture = False
+        self.capture_aware_joins: list[FunctionInfo] | None = None  # facts.capture_aware_joins
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
         self._collect_device_modules()
@@ -262,6 +261,7 @@ class ModuleModel:
         self.module_functions = {}
         self.graph_region_calls = []
         self.function_index = None
+        self.capture_aware_joins = None
         self._callers = None
         self._lookups = {}
 
@@ -294,9 +294,7 @@ class ModuleModel:
             scope = scope.parent
         found = self._lookups[id(fn)] = Lookup(
             ChainMap(*(f.locals for f in scopes)) if len(scopes) > 1 else (fn.locals if fn else {}),
-            ChainMap(*(f.local_elements for f in scopes))
-            if len(scopes) > 1
-            else (fn.local_elements if fn else {}),
+            ChainMap(*(f.local_elements for f in scopes)) if len(scopes) > 1 else (fn.local_elements if fn else {}),
             cls.attrs if cls else {},
             cls.attr_elements if cls else {},
             self.oracle.globals,
@@ -332,9 +330,7 @@ class ModuleModel:
             return attr in fn.cls.capture_flags
         return False
 
-    def capture_condition(
-        self, test: cst.BaseExpression, fn: FunctionInfo | None
-    ) -> Context | None:
+    def capture_condition(self, test: cst.BaseExpression, fn: FunctionInfo | None) -> Context | None:
         """The context of the body of `if test:` - CAPTURING, EAGER, or None (not a capture test)."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self.capture_condition(test.expression, fn)
@@ -381,10 +377,7 @@ class ModuleModel:
         self, test: cst.BaseExpression, fn: FunctionInfo | None
     ) -> tuple[Context | None, Context | None]:
         if fn is not None and _run_once_test(test, fn):
-            return (
-                Context.EAGER,
-                None,
-            )  # lazy one-time set-up: the warm-up before any capture ran it
+            return Context.EAGER, None  # lazy one-time set-up: the warm-up before any capture ran it
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             body, other = self.branch_contexts(test.expression, fn)
             return other, body
@@ -487,27 +480,17 @@ class ModuleModel:
             return None
         if name in fn.locals and fn.locals[name].known:
             return None  # typed already (a stream, a tensor): not an instance of a class here
-        for param in (
-            *fn.node.params.params,
-            *fn.node.params.kwonly_params,
-            *fn.node.params.posonly_params,
-        ):
+        for param in (*fn.node.params.params, *fn.node.params.kwonly_params, *fn.node.params.posonly_params):
             if param.name.value == name:
                 annotation = param.annotation.annotation if param.annotation is not None else None
-                if isinstance(annotation, cst.SimpleString) and isinstance(
-                    annotation.evaluated_value, str
-                ):
+                if isinstance(annotation, cst.SimpleString) and isinstance(annotation.evaluated_value, str):
                     return by_name.get(annotation.evaluated_value)
                 return by_name.get(annotation.value) if isinstance(annotation, cst.Name) else None
         made = None
         for assign in fn.assignments:
             if any(isinstance(t, cst.Name) and t.value == name for t in assign.targets):
                 value = assign.value
-                cls = (
-                    by_name.get(value.func.value)
-                    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
-                    else None
-                )
+                cls = by_name.get(value.func.value) if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else None
                 if cls is None or (made is not None and made is not cls):
                     return None  # bound to something else too
                 made = cls
@@ -527,19 +510,13 @@ class ModuleModel:
                 if isinstance(target.target, cst.Name):
                     values.setdefault(target.target.value, []).append(assign.value)
         for fn in self.functions:
-            if (
-                fn.binding_nodes is None
-            ):  # collected once, read by every round of `_collect_bindings`
-                fn.binding_nodes = [
-                    n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES
-                ]
+            if fn.binding_nodes is None:  # collected once, read by every round of `_collect_bindings`
+                fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
             for node in fn.binding_nodes:
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
                         dotted = dotted_name(target.target)
-                        if dotted is not None and dotted.count(".") <= (
-                            1 if dotted.startswith("self.") else 0
-                        ):
+                        if dotted is not None and dotted.count(".") <= (1 if dotted.startswith("self.") else 0):
                             values.setdefault(dotted, []).append(node.value)
         resolver = self.resolver
         # an accelerator object of the project's own (diffusers' `TorchDeviceBackend(device)`,
@@ -560,28 +537,20 @@ class ModuleModel:
             if called:  # `get_accelerator().current_stream()`
                 resolver.accelerator_factories.add(name)
                 continue
-            if bound is not None and all(
-                _is_none_literal(v) or _project_call(v, resolver) for v in bound
-            ):
+            if bound is not None and all(_is_none_literal(v) or _project_call(v, resolver) for v in bound):
                 for value in bound:
                     if isinstance(value, cst.Call):
                         factory = dotted_name(value.func)
                         if factory is not None:
                             resolver.accelerator_factories.add(factory)
-        candidates = {
-            name: bound for name, bound in values.items() if name not in resolver.bindings
-        }
+        candidates = {name: bound for name, bound in values.items() if name not in resolver.bindings}
         changed = True
-        while (
-            changed
-        ):  # a second round for `dm = self.device_module` after `self.device_module = ...`
+        while changed:  # a second round for `dm = self.device_module` after `self.device_module = ...`
             changed = False
             for name, bound in list(candidates.items()):
                 if all(_is_none_literal(v) for v in bound):
                     del candidates[name]
-                elif all(
-                    _is_none_literal(v) or resolver.device_module_of(v) is not None for v in bound
-                ):
+                elif all(_is_none_literal(v) or resolver.device_module_of(v) is not None for v in bound):
                     resolver.device_modules.add(name)
                     del candidates[name]
                     changed = True
@@ -603,17 +572,13 @@ class ModuleModel:
                 fn.locals[param.name.value] = given  # narrower than `t: torch.Tensor`
             elif param.annotation is not None:
                 fn.locals[param.name.value] = join(
-                    fn.locals.get(param.name.value),
-                    self.oracle.of_annotation(param.annotation.annotation),
+                    fn.locals.get(param.name.value), self.oracle.of_annotation(param.annotation.annotation)
                 )
         if fn.binding_nodes is None:  # collected once, read by every round
             fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
         if not fn.global_names:  # `global _STREAM`: its assignments bind the module's global
             fn.global_names.update(
-                item.name.value
-                for node in fn.binding_nodes
-                if type(node) is cst.Global
-                for item in node.names
+                item.name.value for node in fn.binding_nodes if type(node) is cst.Global for item in node.names
             )
         for node in fn.binding_nodes:
             if isinstance(node, cst.Assign):
@@ -635,16 +600,12 @@ class ModuleModel:
                 if node.value is not None and fn.parent is None and fn.cls is None:
                     # what a module function returns (`def get_side_stream(): return _STREAM`)
                     name = fn.name
-                    self.oracle.returns[name] = join(
-                        self.oracle.returns.get(name), self.oracle.of(node.value, lookup)
-                    )
+                    self.oracle.returns[name] = join(self.oracle.returns.get(name), self.oracle.of(node.value, lookup))
             elif isinstance(node, cst.With):
                 for item in node.items:
                     if item.asname is not None and isinstance(item.asname.name, cst.Name):
                         typed = self.oracle.of(item.item, lookup)
-                        fn.locals[item.asname.name.value] = join(
-                            fn.locals.get(item.asname.name.value), typed
-                        )
+                        fn.locals[item.asname.name.value] = join(fn.locals.get(item.asname.name.value), typed)
             elif (
                 isinstance(node, cst.Call)
                 and isinstance(node.func, cst.Attribute)
@@ -655,9 +616,7 @@ class ModuleModel:
                 typed = self.oracle.of(node.args[0].value, lookup)
                 container = node.func.value
                 if isinstance(container, cst.Name):
-                    fn.local_elements[container.value] = join(
-                        fn.local_elements.get(container.value), typed
-                    )
+                    fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
                 attr = self_attribute(container)
                 if attr is not None and fn.cls is not None:
                     fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
@@ -763,11 +722,7 @@ class ModuleModel:
         if first is not None and self.qualname(func) in STREAM_CONTEXTS:
             uses.append(first)
         for expr in uses:
-            if (
-                isinstance(expr, cst.Name)
-                and expr.value != "self"
-                and _is_parameter_of(fn, expr.value)
-            ):
+            if isinstance(expr, cst.Name) and expr.value != "self" and _is_parameter_of(fn, expr.value):
                 name = expr.value
                 fn.locals[name] = join(fn.locals.get(name), Typed(Kind.STREAM))
                 continue
@@ -800,11 +755,7 @@ class ModuleModel:
         value: cst.BaseExpression | None,
     ) -> None:
         capture_flag = value is not None and self.is_capture_test(value, fn)
-        if (
-            typed.kind is Kind.NOT_TORCH
-            and value is not None
-            and _same_target(target, _chain_root(value))
-        ):
+        if typed.kind is Kind.NOT_TORCH and value is not None and _same_target(target, _chain_root(value)):
             # `x = x.tolist()`: x holds a tensor before and a list after, and bindings are not
             # flow-sensitive; the conversion out of torch must not hide the tensor (the
             # conversion itself is the sync)
@@ -829,11 +780,7 @@ class ModuleModel:
         attr = self_attribute(target)
         if attr is not None and fn.cls is not None:
             held = fn.cls.attrs.get(attr)
-            if (
-                isinstance(value, cst.Name)
-                and value.value in fn.handed_down
-                and held == Typed(Kind.TENSOR)
-            ):
+            if isinstance(value, cst.Name) and value.value in fn.handed_down and held == Typed(Kind.TENSOR):
                 held = None  # what the callers hand down narrows the parameter's `torch.Tensor`
             fn.cls.attrs[attr] = join(held, typed)
             if element is not None:
@@ -844,9 +791,7 @@ class ModuleModel:
         if isinstance(target, cst.Subscript):
             container = target.value
             if isinstance(container, cst.Name):
-                fn.local_elements[container.value] = join(
-                    fn.local_elements.get(container.value), typed
-                )
+                fn.local_elements[container.value] = join(fn.local_elements.get(container.value), typed)
             attr = self_attribute(container)
             if attr is not None and fn.cls is not None:
                 fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
@@ -861,9 +806,7 @@ class ModuleModel:
                 for small in stmt.body:
                     if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
                         typed = self.oracle.of_annotation(small.annotation.annotation)
-                        cls.attrs[small.target.value] = join(
-                            cls.attrs.get(small.target.value), typed
-                        )
+                        cls.attrs[small.target.value] = join(cls.attrs.get(small.target.value), typed)
 
     def _mark_offloader_classes(self) -> None:
         for cls in self.classes:
@@ -897,16 +840,9 @@ class ModuleModel:
         nested `hook`)."""
         if isinstance(expr, cst.Call):
             q = self.qualname(expr.func)
-            if q == "functools.partial" or dotted_name(expr.func) in (
-                "partial",
-                "functools.partial",
-            ):
+            if q == "functools.partial" or dotted_name(expr.func) in ("partial", "functools.partial"):
                 return self._function_named(expr.args[0].value, scope) if expr.args else None
-            factory = (
-                self._function_named(expr.func, scope)
-                if isinstance(expr.func, cst.Name | cst.Attribute)
-                else None
-            )
+            factory = self._function_named(expr.func, scope) if isinstance(expr.func, cst.Name | cst.Attribute) else None
             return _returned_nested_function(self, factory) if factory is not None else None
         if isinstance(expr, cst.Name):
             for fn in self.functions:
@@ -980,6 +916,7 @@ class _Definitions:
         self.fn_stack.pop()
 
 
+
 UNKNOWN_TYPED = Typed(Kind.UNKNOWN)
 
 
@@ -1022,11 +959,7 @@ def _sole_returned_value(body: cst.BaseSuite, depth: int = 0) -> cst.BaseExpress
         return None
     only = statements[0]
     value: cst.BaseExpression | None = None
-    if (
-        isinstance(only, cst.SimpleStatementLine)
-        and len(only.body) == 1
-        and isinstance(only.body[0], cst.Return)
-    ):
+    if isinstance(only, cst.SimpleStatementLine) and len(only.body) == 1 and isinstance(only.body[0], cst.Return):
         value = only.body[0].value
     elif isinstance(only, cst.With) or (
         # `try: return ... except Exception: return False`
@@ -1070,22 +1003,12 @@ def _set_only_eagerly(fn: FunctionInfo, name: str) -> bool:
     set_eagerly = False
     for assign in fn.assignments:
         for target in assign.targets:
-            bound = (
-                [target]
-                if isinstance(target, cst.Name)
-                else [
-                    e.value
-                    for e in getattr(target, "elements", ())
-                    if isinstance(e.value, cst.Name)
-                ]
-            )
+            bound = [target] if isinstance(target, cst.Name) else [
+                e.value for e in getattr(target, "elements", ()) if isinstance(e.value, cst.Name)
+            ]
             if not any(t.value == name for t in bound):
                 continue
-            if (
-                isinstance(target, cst.Name)
-                and assign.value is not None
-                and _is_none_literal(assign.value)
-            ):
+            if isinstance(target, cst.Name) and assign.value is not None and _is_none_literal(assign.value):
                 continue
             if assign.context is not Context.EAGER or isinstance(assign.node, cst.AugAssign):
                 return False
@@ -1103,9 +1026,7 @@ def _tests_cuda_tensor(expr: cst.BaseExpression) -> bool:
 def _tests_cpu_tensor(expr: cst.BaseExpression) -> bool:
     """`t.device.type == "cpu"`, `not t.is_cuda`: a test that a tensor lives on the host."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        return (
-            isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
-        )
+        return isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
     return _tests_device_type(expr, "cpu")
 
 
@@ -1118,10 +1039,7 @@ def _tests_device_type(expr: cst.BaseExpression, device_type: str) -> bool:
     names = [dotted_name(side) or "" for side in sides if isinstance(side, cst.Attribute)]
     return (
         isinstance(comp.operator, cst.Equal)
-        and any(
-            isinstance(side, cst.SimpleString) and side.evaluated_value == device_type
-            for side in sides
-        )
+        and any(isinstance(side, cst.SimpleString) and side.evaluated_value == device_type for side in sides)
         and any(name.endswith(".device.type") for name in names)
     )
 
@@ -1130,11 +1048,7 @@ def _cpu_tensor_flag(expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
     """`use_cpu` bound once, from `t.device.type == "cpu"`."""
     if fn is None or not isinstance(expr, cst.Name):
         return False
-    values = [
-        a.value
-        for a in fn.assignments
-        if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)
-    ]
+    values = [a.value for a in fn.assignments if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)]
     return len(values) == 1 and values[0] is not None and _tests_cpu_tensor(values[0])
 
 
@@ -1172,9 +1086,7 @@ _SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 # what a parameter learns from its callers (pageable host tensors are not handed down: a caller
 # that passes one may be the exception among callers this module does not show)
 _HANDED_DOWN_KINDS = frozenset({Kind.STREAM, Kind.EVENT, Kind.PINNED_HOST})
-_BINDING_TYPES = frozenset(
-    {cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return}
-)
+_BINDING_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.With, cst.Call, cst.Nonlocal, cst.Global, cst.Return})
 
 
 def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
@@ -1202,9 +1114,7 @@ def _run_once_test(test: cst.BaseExpression, fn: FunctionInfo) -> bool:
     return sets
 
 
-def attribute_stores(
-    cls: ClassInfo, attr: str
-) -> list[tuple[FunctionInfo, cst.BaseExpression | None]]:
+def attribute_stores(cls: ClassInfo, attr: str) -> list[tuple[FunctionInfo, cst.BaseExpression | None]]:
     """Each `self.<attr> = value` in the class's methods, with the method (value None: stored by
     unpacking, `a, self.x = ...`); indexed once per class."""
     if cls.attr_stores is None:
@@ -1276,9 +1186,7 @@ def _terminates(block: cst.BaseSuite) -> bool:
     if isinstance(last, cst.If) and last.orelse is not None:
         other = last.orelse.body
         return _terminates(last.body) and (
-            _terminates(other)
-            if isinstance(other, cst.BaseSuite)
-            else isinstance(other, cst.If) and _terminates_if(other)
+            _terminates(other) if isinstance(other, cst.BaseSuite) else isinstance(other, cst.If) and _terminates_if(other)
         )
     return False
 
@@ -1498,11 +1406,7 @@ class _BodyWalker:
         if isinstance(expr, cst.Name):
             for assign in reversed(self.fn.assignments):
                 if any(isinstance(t, cst.Name) and t.value == expr.value for t in assign.targets):
-                    return (
-                        self._stream_context_call(assign.value, depth + 1)
-                        if assign.value is not None
-                        else None
-                    )
+                    return self._stream_context_call(assign.value, depth + 1) if assign.value is not None else None
         return None
 
     def small(self, small: cst.BaseSmallStatement, stmt: cst.CSTNode, ctx: Context) -> None:
@@ -1523,9 +1427,7 @@ class _BodyWalker:
                 )
             )
         elif isinstance(small, cst.Return):
-            self.fn.returns.append(
-                ReturnSite(node=small, function=self.fn, context=ctx, order=self.next_order())
-            )
+            self.fn.returns.append(ReturnSite(node=small, function=self.fn, context=ctx, order=self.next_order()))
         self.expression(small, stmt, ctx)
 
     def expression(self, node: cst.CSTNode, stmt: cst.CSTNode, ctx: Context) -> None:
@@ -1616,9 +1518,7 @@ def _chain_root(expr: cst.BaseExpression) -> cst.BaseExpression:
     while True:
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             expr = expr.func.value
-        elif isinstance(expr, cst.Subscript) or (
-            isinstance(expr, cst.Attribute) and self_attribute(expr) is None
-        ):
+        elif isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and self_attribute(expr) is None):
             expr = expr.value
         else:
             return expr
@@ -1629,3 +1529,4 @@ def _same_target(target: cst.BaseExpression, other: cst.BaseExpression) -> bool:
         return target.value == other.value
     attr = self_attribute(target)
     return attr is not None and attr == self_attribute(other)
+
