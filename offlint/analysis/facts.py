@@ -258,7 +258,7 @@ _SIDE_CONSTRUCTORS = frozenset({"torch.cuda.Stream", "torch.cuda.ExternalStream"
 _DEFAULT_STREAM = "torch.cuda.default_stream"
 
 
-def _values_assigned(model: ModuleModel, fn: FunctionInfo | None, target: str) -> list[cst.BaseExpression]:
+def values_assigned(model: ModuleModel, fn: FunctionInfo | None, target: str) -> list[cst.BaseExpression]:
     """Values assigned to a local name (`target`, searched in `fn` and its enclosing functions)
     or to `self.attr` (`target` = "self.attr", searched in every method of `fn`'s class)."""
     out: list[cst.BaseExpression] = []
@@ -318,7 +318,7 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
                 return StreamRole.UNKNOWN
             roles = {stream_role(model, arg, caller, _depth + 1) for arg, caller in handed}
             return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
-        values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
+        values = [v for v in values_assigned(model, fn, expr.value) if not _is_none(v)]
         if not values:
             values = [v for v in global_values(model, expr.value) if not _is_none(v)]
             if not values:
@@ -329,7 +329,7 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
     attr = self_attribute(node)
     if attr is None or fn is None or fn.cls is None:
         return StreamRole.UNKNOWN
-    values = [v for v in _values_assigned(model, fn, f"self.{attr}") if not _is_none(v)]
+    values = [v for v in values_assigned(model, fn, f"self.{attr}") if not _is_none(v)]
     roles = {stream_role(model, v, fn, _depth + 1) for v in values} if node is expr else set()
     if StreamRole.CURRENT in roles or StreamRole.DEFAULT in roles:
         return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
@@ -396,7 +396,7 @@ def stream_key(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | 
         if fn is not None and expr.value in fn.global_names:
             return f"global:{expr.value}"
         if fn is not None and not is_parameter(fn, expr.value) and _depth < 4:
-            values = [v for v in _values_assigned(model, fn, expr.value) if not _is_none(v)]
+            values = [v for v in values_assigned(model, fn, expr.value) if not _is_none(v)]
             keys = {stream_key(model, v, fn, _depth + 1) for v in values}
             if len(keys) == 1 and None not in keys:
                 return keys.pop()

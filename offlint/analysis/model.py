@@ -511,7 +511,7 @@ class ModuleModel:
                     values.setdefault(target.target.value, []).append(assign.value)
         for fn in self.functions:
             if fn.binding_nodes is None:  # collected once, read by every round of `_collect_bindings`
-                fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
+                fn.binding_nodes = [n for n in own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
             for node in fn.binding_nodes:
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
@@ -575,7 +575,7 @@ class ModuleModel:
                     fn.locals.get(param.name.value), self.oracle.of_annotation(param.annotation.annotation)
                 )
         if fn.binding_nodes is None:  # collected once, read by every round
-            fn.binding_nodes = [n for n in _own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
+            fn.binding_nodes = [n for n in own_nodes(fn.node.body) if type(n) in _BINDING_TYPES]
         if not fn.global_names:  # `global _STREAM`: its assignments bind the module's global
             fn.global_names.update(
                 item.name.value for node in fn.binding_nodes if type(node) is cst.Global for item in node.names
@@ -1162,7 +1162,7 @@ def _project_call(value: cst.BaseExpression, resolver: NameResolver) -> bool:
     return q is None or not (q == "torch" or q.startswith("torch."))
 
 
-def _own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+def own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
     """Every node of a function body, not descending into nested functions, classes, lambdas."""
     stack: list[cst.CSTNode] = [body]
     while stack:

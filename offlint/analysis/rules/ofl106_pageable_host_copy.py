@@ -9,6 +9,7 @@ import libcst as cst
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cpu_device, names_cuda_device
 from offlint.analysis.model import CallSite, ModuleModel
 from offlint.analysis.module_moves import MoveTarget, module_moves, parks_on_host
+from offlint.analysis.parameter_parking import pageable_park, parameter_storage
 from offlint.analysis.rule import Finding, Rule, code_of
 
 # `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first
@@ -70,6 +71,10 @@ class PageableHostCopy(Rule):
                     return None
             if kind(site.receiver) is Kind.PAGEABLE_HOST:
                 return site.receiver, f".{site.method}()"
+            parked = pageable_park(model, fn.cls) if fn.cls is not None else None
+            if parked is not None and parked is not fn and parameter_storage(model, fn, site.receiver):
+                # `param.data.to(self.onload_device)` where `offload_` did `param.data = ....to("cpu")`
+                return site.receiver, f".{site.method}() (`{parked.name}` parks the parameters in pageable host memory)"
             return None
         if (
             site.method == "copy_"
