@@ -153,6 +153,8 @@ class FunctionInfo:
     eager_flags: set[str] = field(default_factory=set)  # locals assigned `not <capture test>`
     # tests that, from where they were seen on, imply no capture is under way (model walk order)
     eager_tests: list[cst.BaseExpression] = field(default_factory=list)
+    # tests under which it registers tensor gradient hooks: training only (`_training_only_tests`)
+    training_tests: list[cst.BaseExpression] = field(default_factory=list)
     nonlocals: set[str] = field(default_factory=set)  # names it declares `nonlocal`
     global_names: set[str] = field(default_factory=set)  # names it declares `global`
     tests_capture: bool = False
@@ -401,6 +403,8 @@ class ModuleModel:
             return flag
         if fn is not None and any(same_code(test, seen) for seen in fn.eager_tests):
             return Context.EAGER, None  # it held before where a capture returned early
+        if fn is not None and any(same_code(test, seen) for seen in fn.training_tests):
+            return Context.EAGER, None  # autograd records then: no inference capture runs it
         if _tests_cpu_tensor(test) or _cpu_tensor_flag(test, fn):
             return Context.EAGER, None  # `if t.device.type == "cpu":` no CUDA work to capture there
         decided = self.capture_condition(test, fn)
@@ -1215,6 +1219,7 @@ class _BodyWalker:
         self.guards: list[tuple[cst.BaseExpression, bool]] = []
 
     def walk(self) -> None:
+        self.fn.training_tests = _training_only_tests(self.fn)
         self.block(self.fn.node.body, Context.UNKNOWN)
 
     def next_order(self) -> int:
@@ -1502,6 +1507,30 @@ def _declares_syncs_allowed(func: cst.BaseExpression) -> bool:
     syncs in the block are intended (vLLM's `gpu_sync_allowed` around host-tensor reads)."""
     name = (_last_name(func) or "").lower()
     return "sync" in name and ("allow" in name or "permit" in name)
+
+
+def _training_only_tests(fn: FunctionInfo) -> list[cst.BaseExpression]:
+    """The tests of the `if`s under which `fn` registers a gradient hook on a tensor
+    (`query.register_hook(...)`): that raises for a tensor that does not require grad, so when the
+    test holds the call runs with autograd recording - training, which the inference engines'
+    graph captures (under `no_grad`/`inference_mode`) never take (DeepSpeed's Ulysses attention
+    overlap). Found only in functions that make such a call."""
+    hooks = [
+        node
+        for node in fn.binding_nodes or ()
+        if type(node) is cst.Call
+        and isinstance(cast(cst.Call, node).func, cst.Attribute)
+        and cast(cst.Attribute, cast(cst.Call, node).func).attr.value == "register_hook"
+    ]
+    if not hooks:
+        return []
+    tests: list[cst.BaseExpression] = []
+    for node in own_nodes(fn.node.body):
+        if isinstance(node, cst.If):
+            inside = {id(n) for n in own_nodes(node.body)}
+            if any(id(hook) in inside for hook in hooks):
+                tests.append(node.test)
+    return tests
 
 
 def _last_name(expr: cst.BaseExpression) -> str | None:
