@@ -57,7 +57,8 @@ def test_apply_writes_fixed_bytes_keeps_mode_leaves_no_temp(tmp_path: Path, monk
         os.chmod(target, (0o640, 0o755, 0o600, 0o664)[i % 4])
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
     monkeypatch.chdir(tmp_path)
-    code, out = _cli(["fix", "--apply", "."])
+    # --exit-zero: some fixtures keep hazards no fix removes (the zoo's host sync); this is about writing
+    code, out = _cli(["fix", "--apply", "--exit-zero", "."])
     assert code == 0, out
     for src in FIXABLE:
         target = tmp_path / src.name

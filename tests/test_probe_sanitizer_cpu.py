@@ -180,3 +180,27 @@ def test_install_and_uninstall_restore_torch_exactly() -> None:
         assert vars(owner).get(name) is own, (owner, name)
         assert getattr(owner, name) == value, (owner, name)
     assert sanitizer.violations == []
+
+
+def test_timing_an_event_recorded_in_a_capture_is_ofl107() -> None:
+    h = Harness()
+    start, end = Event(), Event()
+    h.begin()
+    h.record(start)  # the captured step's timing events
+    h.record(end)
+    h.end()
+    with pytest.raises(CaptureHazard) as caught:
+        h.sanitizer._event_elapsed(noop, start, end)
+    violation = caught.value.violation
+    assert violation.rule == "OFL107"
+    assert "elapsed_time" in violation.what
+    assert any(
+        site["code"] == "h.record(start)  # the captured step's timing events"
+        for site in violation.to_json()["other"]
+    )
+    # Events recorded eagerly time as ever.
+    eager_start, eager_end = Event(), Event()
+    h.record(eager_start)
+    h.record(eager_end)
+    h.sanitizer._event_elapsed(noop, eager_start, eager_end)
+    assert len(h.sanitizer.violations) == 1

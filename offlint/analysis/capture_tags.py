@@ -8,7 +8,8 @@ import libcst as cst
 
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import CallSite, ClassInfo, FunctionInfo, ModuleModel, attribute_stores
+from offlint.analysis.model import ModuleModel, attribute_stores
+from offlint.analysis.program import CallSite, ClassInfo, FunctionInfo
 from offlint.analysis.syntax import falsy_literal, operands, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
 

@@ -11,6 +11,8 @@ nothing (a warm cache, a tree with no candidate) never pays for the import.
 from __future__ import annotations
 
 import ast
+import codecs
+import contextlib
 import dataclasses
 import gc
 import io
@@ -40,7 +42,8 @@ if TYPE_CHECKING:
 
     from offlint.analysis.callgraph import Seed
     from offlint.analysis.guard import Refusal
-    from offlint.analysis.model import ModelOptions, ModuleModel
+    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.program import ModelOptions
     from offlint.analysis.rule import Finding, Rule
 
 
@@ -82,14 +85,46 @@ class DecodeError(Exception):
     pass
 
 
+# CPython reads source only in ASCII-compatible encodings (PEP 263): UTF-16 and UTF-32 files are
+# refused, whatever their byte-order mark or coding cookie says. Their marks, longest first (UTF-32
+# LE's starts with UTF-16 LE's).
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+_WIDE_CODECS = frozenset({"utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
+_NOT_SOURCE = "which Python does not accept as source code (PEP 263: ASCII-compatible encodings only); save it as UTF-8"
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """"UTF-16" or "UTF-32" for text in one of them (a byte-order mark, or, without one, ASCII text
+    with a NUL byte next to every character), else None."""
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            return name
+    head = data[:256]
+    for text, zeros in ((head[0::2], head[1::2]), (head[1::2], head[0::2])):  # LE, BE
+        if len(zeros) >= 4 and zeros.count(0) == len(zeros) and text.count(0) == 0:
+            return "UTF-16"
+    return None
+
+
 def decode_source(data: bytes) -> str:
     """Decode as Python does (BOM, coding cookie, else UTF-8); raise DecodeError on bad bytes."""
+    wide = _wide_encoding(data)
+    if wide is not None:
+        raise DecodeError(f"{wide} text, {_NOT_SOURCE}")
     if b"\x00" in data:
         raise DecodeError("binary file (contains NUL bytes)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
         raise DecodeError(str(exc)) from exc
+    with contextlib.suppress(LookupError):
+        if codecs.lookup(encoding).name in _WIDE_CODECS:
+            raise DecodeError(f"the coding declaration says {encoding!r}, {_NOT_SOURCE}")
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
@@ -196,7 +231,7 @@ class _Job:
     confirm_fixes: bool
 
     def options(self) -> ModelOptions:
-        from offlint.analysis.model import ModelOptions
+        from offlint.analysis.program import ModelOptions
 
         return ModelOptions(
             capture_reachable=self.settings.capture_reachable,

@@ -9,7 +9,8 @@ import libcst as cst
 
 from offlint.analysis.facts import global_values, is_parameter
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import FunctionInfo
 from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 

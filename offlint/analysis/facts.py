@@ -15,13 +15,8 @@ from offlint.analysis.capture_tags import capture_bookkeeping_tests
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
-from offlint.analysis.model import (
-    CallSite,
-    FunctionInfo,
-    ModuleModel,
-    StreamScope,
-    module_level_assigns,
-)
+from offlint.analysis.model import ModuleModel, module_level_assigns
+from offlint.analysis.program import CallSite, FunctionInfo, StreamScope
 from offlint.analysis.syntax import call_argument, parameter_names, same_code, walk
 from offlint.analysis.torch_api import (
     CURRENT_STREAM,

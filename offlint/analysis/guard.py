@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import cast
+from typing import Any, cast
 
 SCREEN_BYTES = 512_000  # files above this are always checked with CPython's parser
 SCREEN_LINE = 1_000  # so are files with a line this long
@@ -73,12 +74,23 @@ def _needs_screening(text: str) -> bool:
     )
 
 
+def compile_quietly(source: str, filename: str = "<offlint>", flags: int = ast.PyCF_ONLY_AST) -> Any:
+    """`compile(source, filename, "exec", flags)` without the warnings CPython gives about the
+    code (an invalid escape sequence: SyntaxWarning from 3.12 on, DeprecationWarning before; `is`
+    with a literal): they are about the user's file, not offlint's to print on stderr, and under
+    `-W error` they would make valid code a syntax error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return compile(source, filename, "exec", flags, dont_inherit=True)
+
+
 def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
     """CPython's tree of `text` and None; or None and a one-line reason when the code is nested
     too deeply for any Python; or (None, None) when CPython cannot parse it otherwise (a syntax
     error, or syntax newer than this Python: libcst then has the say)."""
     try:
-        tree = compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile_quietly(text)
     except (RecursionError, MemoryError):
         return None, "code is nested too deeply for Python to parse"
     except SyntaxError as exc:
@@ -105,7 +117,7 @@ def refusal(text: str) -> Refusal | None:
     if not _needs_screening(text):
         return None
     try:
-        tree = compile(text, "<offlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = compile_quietly(text)
     except (RecursionError, MemoryError):
         return Refusal("deep", "code is nested too deeply for Python to parse")
     except SyntaxError as exc:

@@ -20,7 +20,8 @@ from offlint.analysis.reachability import HOOK_REASON, reach_root
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:
-    from offlint.analysis.model import FunctionInfo, ModuleModel
+    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.program import FunctionInfo
 
 
 def module_index(model: ModuleModel) -> ModuleIndex:

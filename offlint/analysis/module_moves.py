@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from offlint.analysis.kinds import keyword, names_cuda_device
-from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
+from offlint.analysis.program import CallSite
 from offlint.analysis.reachability import is_hook_class
 from offlint.analysis.syntax import parameter_names
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import libcst as cst
 
 from offlint.analysis.facts import argument_for, is_parameter, values_assigned
-from offlint.analysis.model import ClassInfo, FunctionInfo, ModuleModel, own_nodes
+from offlint.analysis.model import ModuleModel, own_nodes
 from offlint.analysis.placement import names_host_device
+from offlint.analysis.program import ClassInfo, FunctionInfo
 
 # what iterating a module (or a group's list) over its tensors is spelled as
 _TENSOR_LISTS = frozenset({"parameters", "buffers"})

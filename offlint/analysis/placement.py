@@ -7,7 +7,8 @@ import libcst as cst
 
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import HOST_DEVICE_NAMES, self_attribute
-from offlint.analysis.model import FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import FunctionInfo
 
 
 def names_host_device(model: ModuleModel, expr: cst.BaseExpression | None, fn: FunctionInfo) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
+from offlint.analysis.guard import compile_quietly
 from offlint.analysis.skeleton import is_small_statement, source_lines
 from offlint.analysis.syntax import walk
 
@@ -91,7 +92,7 @@ def _real(position: CodePosition, shift: int, mini_lines: list[str], source_line
 def locate(module: cst.Module, text: str, nodes: Collection[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
     """Ranges for `nodes` (and everything in the statements holding them)."""
     try:
-        tree = ast.parse(text)
+        tree = compile_quietly(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return whole_module_positions(module)
     wanted = set(map(id, nodes))

@@ -46,7 +46,8 @@ from offlint.analysis.torch_api import (
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:  # the model calls mark_reachable once it is built
-    from offlint.analysis.model import CallSite, ClassInfo, FunctionInfo, ModuleModel
+    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.program import CallSite, ClassInfo, FunctionInfo
 
 HIGH, MEDIUM, LOW = Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW
 # a plain class's `__call__` is no forward path: graph runners and loaders are called too

@@ -195,3 +195,19 @@ def operands(test: cst.BaseExpression, operator: type[cst.BaseBooleanOp]) -> lis
 def falsy_literal(expr: cst.BaseExpression | None) -> bool:
     """`None` or `False` written out."""
     return isinstance(expr, cst.Name) and expr.value in ("None", "False")
+
+
+# scopes of their own: a function's body does not hold what is inside these
+SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+    """Every node of a function body, not descending into nested functions, classes, lambdas."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in reversed(child_nodes(node)):
+            if type(child) in SCOPE_TYPES:
+                continue
+            stack.append(child)

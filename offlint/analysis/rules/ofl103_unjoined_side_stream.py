@@ -17,7 +17,8 @@ from offlint.analysis.facts import (
     joined_within_enclosing_call,
     stream_role,
 )
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes, same_code
 

@@ -8,8 +8,9 @@ import libcst as cst
 
 from offlint.analysis.facts import receiver_kind
 from offlint.analysis.kinds import Kind, keyword
-from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
+from offlint.analysis.program import CallSite
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
 

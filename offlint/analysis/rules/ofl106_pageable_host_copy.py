@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cpu_device, names_cuda_device
-from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.model import ModuleModel
 from offlint.analysis.module_moves import MoveTarget, module_moves, parks_on_host
 from offlint.analysis.parameter_parking import pageable_park, parameter_storage
+from offlint.analysis.program import CallSite
 from offlint.analysis.rule import Finding, Rule, code_of
 
 # `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first

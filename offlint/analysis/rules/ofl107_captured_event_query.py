@@ -8,7 +8,8 @@ import libcst as cst
 
 from offlint.analysis.facts import is_event, is_parameter, local_name, storage_of
 from offlint.analysis.kinds import is_true, keyword
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS, EVENT_HOST_METHODS

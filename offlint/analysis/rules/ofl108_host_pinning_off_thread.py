@@ -21,7 +21,8 @@ import libcst as cst
 from offlint.analysis.facts import global_values, local_name, storage_of
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import is_true, keyword, self_attribute
-from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import walk

@@ -14,8 +14,9 @@ import libcst as cst
 from offlint.analysis.capture_tags import capture_bookkeeping_tests
 from offlint.analysis.facts import called_function
 from offlint.analysis.kinds import Kind, self_attribute
-from offlint.analysis.model import Assignment, ClassInfo, Context, FunctionInfo, ModuleModel
+from offlint.analysis.model import Context, ModuleModel
 from offlint.analysis.module_moves import MoveTarget, module_moves
+from offlint.analysis.program import Assignment, ClassInfo, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (

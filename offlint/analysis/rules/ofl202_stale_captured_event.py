@@ -12,7 +12,8 @@ from offlint.analysis.capture_tags import capture_bookkeeping_tests
 from offlint.analysis.events import is_external_event
 from offlint.analysis.facts import is_event, is_parameter, storage_of
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import CallSite, Context, FunctionInfo, ModuleModel
+from offlint.analysis.model import Context, ModuleModel
+from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 
 

@@ -9,8 +9,9 @@ import libcst as cst
 
 from offlint.analysis.facts import called_function
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cuda_device, self_attribute
-from offlint.analysis.model import Assignment, CallSite, ClassInfo, FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
 from offlint.analysis.module_moves import MoveTarget, module_moves
+from offlint.analysis.program import Assignment, CallSite, ClassInfo, FunctionInfo
 from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import same_code

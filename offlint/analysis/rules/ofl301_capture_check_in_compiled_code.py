@@ -9,7 +9,8 @@ import libcst as cst
 
 from offlint.analysis.facts import global_values
 from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import ClassInfo, FunctionInfo, ModuleModel
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import ClassInfo, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
