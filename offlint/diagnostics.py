@@ -109,7 +109,7 @@ class FileReport:
     suppressed: int = 0
     hidden: int = 0  # findings below the confidence floor (--min-confidence)
     # what other modules need to know of this one (analysis/callgraph.py's ModuleIndex)
-    index: tuple[tuple[str, str, str, tuple[tuple[str, bool], ...]], ...] = ()
+    index: tuple[tuple[str, str, str, tuple[tuple[str, bool, tuple[tuple[str, str], ...]], ...]], ...] = ()
     cached: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 

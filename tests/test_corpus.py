@@ -291,8 +291,8 @@ def test_the_corpus_is_large_enough(corpus_run: tuple[list[Project], dict[Path, 
 
 
 # What the corpus measured on the last committed analysis (README, "On real code"): a finding
-# lost or a false alarm gained fails here, while the issue's bars below are still open.
-MEASURED_RECALL, MEASURED_PRECISION = 0.86, 0.97
+# lost or a false alarm gained fails here, above the issue's bars below.
+MEASURED_RECALL, MEASURED_PRECISION = 0.90, 0.97
 
 
 @pytest.mark.network
@@ -307,11 +307,6 @@ def test_the_corpus_scores_do_not_regress(corpus_run: tuple[list[Project], dict[
 
 @pytest.mark.network
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 13's recall bar is not met yet (recall 86.4 %, precision 100 % on 69 files): "
-    "strict, so the day it is this marker must go",
-)
 def test_the_corpus_meets_the_bars(corpus_run: tuple[list[Project], dict[Path, tuple[str, str]], Score]) -> None:
     _, _, result = corpus_run
     report = format_score(result)

@@ -441,7 +441,10 @@ def _encode(report: FileReport) -> dict[str, Any]:
     if report.errors:
         entry["e"] = [[e.kind.value, e.message, e.line] for e in report.errors]
     if report.index:
-        entry["i"] = [[q, c, r, [[t, inside] for t, inside in edges]] for q, c, r, edges in report.index]
+        entry["i"] = [
+            [q, c, r, [[t, inside, [list(pair) for pair in handed]] for t, inside, handed in edges]]
+            for q, c, r, edges in report.index
+        ]
     return entry
 
 
@@ -465,7 +468,14 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
             )
         )
     report.index = tuple(
-        (str(q), str(c), str(r), tuple((str(t), bool(inside)) for t, inside in edges))
+        (
+            str(q),
+            str(c),
+            str(r),
+            tuple(
+                (str(t), bool(inside), tuple((str(p), str(k)) for p, k in handed)) for t, inside, handed in edges
+            ),
+        )
         for q, c, r, edges in entry.get("i", ())
     )
     for kind, message, line in entry.get("e", ()):

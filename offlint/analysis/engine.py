@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from offlint.analysis.callgraph import marks_of_unanalysed
+from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
 from offlint.analysis.guard import parse_with_cpython, refusal
 from offlint.analysis.prefilter import plan_for
 from offlint.diagnostics import (
@@ -75,7 +75,7 @@ class FileSettings:
                 ",".join(self.capture_reachable),
                 ",".join(self.extra_tokens),
                 self.front_end,
-                ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}" for s in self.seeds),
+                ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}:{s.handed}" for s in self.seeds),
                 "segmented" if self.segmented_capture else "",
             ]
         )
@@ -191,7 +191,7 @@ def check_source(
         passed = may_hold_hazard(text, settings)
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
-            report.index = marks_of_unanalysed(text)
+            report.index = marks_of_unanalysed(text, path)
             return report
     return analyse_text(text, path, settings, report, confirm_fixes=confirm_fixes)
 
@@ -296,6 +296,7 @@ def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:
     report.timings["model"] = time.perf_counter() - started
     try:
         findings = _run_rules(job.rules, model, report)
+        report.index += reexports_of(job.text, job.path)
         if findings:
             started = time.perf_counter()
             from offlint.analysis.positions import ast_statement_spans
@@ -387,6 +388,7 @@ def _analyse_libcst(job: _Job) -> FileReport:
         model = ModuleModel(module, job.options())
         report.timings["model"] = time.perf_counter() - started
         findings = _run_rules(job.rules, model, report)
+        report.index += reexports_of(job.text, job.path)
         if findings:
             started = time.perf_counter()
             from offlint.analysis.positions import libcst_locator, libcst_statement_spans

@@ -225,6 +225,9 @@ class KindOracle:
                 return returned
         if isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
+            own = lookup.method_returns.get(method) if self_attribute(call.func) is not None else None
+            if own is not None:
+                return own  # `self._get_stats(name)`: what that method of the class returns
             if method in _NON_TORCH_RESULTS:
                 return Typed(Kind.NOT_TORCH)
             # typed once: every branch below is about the receiver (a chain is typed once per link)
@@ -355,12 +358,14 @@ class Lookup:
         attrs: Mapping[str, Typed],
         attr_elements: Mapping[str, Typed],
         globals_: Mapping[str, Typed],
+        method_returns: Mapping[str, Typed] | None = None,
     ) -> None:
         self.local = local
         self.local_elements = local_elements
         self.attrs = attrs
         self.attr_elements = attr_elements
         self.globals = globals_
+        self.method_returns: Mapping[str, Typed] = method_returns if method_returns is not None else {}
 
     def __call__(self, expr: cst.BaseExpression) -> Typed | None:
         if isinstance(expr, cst.Name):

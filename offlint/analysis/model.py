@@ -88,6 +88,7 @@ class ModuleModel:
         self._collect_definitions()
         self._collect_device_modules()
         self._collect_globals()
+        self._hand_down_from_other_modules()
         # kinds first (two rounds so `self.a = local_ev` sees the local's kind), then bodies
         for _ in range(2):
             for fn in self.functions:
@@ -163,6 +164,7 @@ class ModuleModel:
             cls.attrs if cls else {},
             cls.attr_elements if cls else {},
             self.oracle.globals,
+            cls.method_returns if cls else {},
         )
         return found
 
@@ -464,6 +466,10 @@ class ModuleModel:
                 made = self._class_made_by(node.value)
                 if made is not None and fn.name != "__init__":
                     made.made_per_call = True
+                if node.value is not None and fn.cls is not None and fn.parent is None and not _is_none_literal(node.value):
+                    # what `self.<method>(...)` gives its callers in the class
+                    gives = self.oracle.of(node.value, lookup)
+                    fn.cls.method_returns[fn.name] = join(fn.cls.method_returns.get(fn.name), gives)
                 if node.value is not None and fn.parent is None and fn.cls is None:
                     # what a module function returns (`def get_side_stream(): return _STREAM`)
                     name = fn.name
@@ -496,6 +502,28 @@ class ModuleModel:
             or self.capture_condition(returned, fn) is Context.CAPTURING
         ):
             fn.is_capture_predicate = True
+
+    def _hand_down_from_other_modules(self) -> None:
+        """Parameters to which the calls of other modules that reach a function hand a known
+        kind (`callgraph.Seed.handed`: `value=<a pageable host tensor>`) take that kind."""
+        by_qualname = {fn.qualname: fn for fn in self.functions}
+        for seed in self.options.seeds:
+            fn = by_qualname.get(seed.qualname)
+            if fn is None or not seed.handed:
+                continue
+            params = fn.node.params
+            positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+            if fn.cls is not None:
+                positional = []  # `obj.m(...)` binds `self`, `Cls.m(obj, ...)` does not: by keyword only
+            names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            for key, kind in seed.handed:
+                if key.startswith("#"):
+                    index = int(key[1:])
+                    name = positional[index] if index < len(positional) else None
+                else:
+                    name = key if key in names else None
+                if name is not None:
+                    fn.handed_down[name] = Typed(Kind(kind))
 
     def _class_made_by(self, value: cst.BaseExpression | None) -> ClassInfo | None:
         """The same-module class `value` constructs (`_Pending(...)`), if any."""
@@ -891,10 +919,26 @@ def _tests_cuda_tensor(expr: cst.BaseExpression) -> bool:
 
 
 def _tests_cpu_tensor(expr: cst.BaseExpression) -> bool:
-    """`t.device.type == "cpu"`, `not t.is_cuda`: a test that a tensor lives on the host."""
+    """`t.device.type == "cpu"`, `not t.is_cuda`: a test that a tensor lives on the host; also
+    `device == "cpu"` on a device-named value (the device the code places tensors on is the host:
+    no GPU forward, so no graph capture, runs there - accelerate's int8 placement)."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         return isinstance(expr.expression, cst.Attribute) and expr.expression.attr.value == "is_cuda"
-    return _tests_device_type(expr, "cpu")
+    return _tests_device_type(expr, "cpu") or _names_the_cpu_device(expr)
+
+
+def _names_the_cpu_device(expr: cst.BaseExpression) -> bool:
+    """`device == "cpu"`, `self.offload_device == "cpu"` (either side)."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    comp = expr.comparisons[0]
+    if not isinstance(comp.operator, cst.Equal):
+        return False
+    sides = (expr.left, comp.comparator)
+    names = [(dotted_name(side) or "").rsplit(".", 1)[-1] for side in sides if isinstance(side, cst.Name | cst.Attribute)]
+    return any(isinstance(side, cst.SimpleString) and side.evaluated_value == "cpu" for side in sides) and any(
+        name == "device" or name.endswith("_device") for name in names
+    )
 
 
 def _tests_device_type(expr: cst.BaseExpression, device_type: str) -> bool:

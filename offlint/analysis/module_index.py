@@ -11,17 +11,23 @@ import libcst as cst
 from offlint.analysis.callgraph import (
     DEFERRED_EVENT_FORK,
     SEGMENTED_CAPTURE,
+    Handed,
     IndexEntry,
     ModuleIndex,
 )
 from offlint.analysis.facts import capture_aware_joins
 from offlint.analysis.imports import dotted_name
+from offlint.analysis.kinds import Kind
 from offlint.analysis.reachability import HOOK_REASON, reach_root
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:
     from offlint.analysis.model import ModuleModel
-    from offlint.analysis.program import FunctionInfo
+    from offlint.analysis.program import CallSite, FunctionInfo
+
+# what a call's arguments tell a callee in another module: streams, events, and where host
+# tensors live (pinned or pageable)
+CROSS_MODULE_KINDS = frozenset({Kind.STREAM, Kind.EVENT, Kind.PINNED_HOST, Kind.PAGEABLE_HOST})
 
 
 def module_index(model: ModuleModel) -> ModuleIndex:
@@ -32,7 +38,7 @@ def module_index(model: ModuleModel) -> ModuleIndex:
     bindings.update(resolver.relative)
     entries: list[IndexEntry] = []
     for fn in model.functions:
-        edges: list[tuple[str, bool]] = []
+        edges: list[tuple[str, bool, Handed]] = []
         for call in fn.calls:
             if not (call.in_graph_region or call.context.may_capture):
                 continue
@@ -40,10 +46,10 @@ def module_index(model: ModuleModel) -> ModuleIndex:
                 continue  # an eager break's helpers run between the captured segments
             target = _imported(call.node.func, bindings)
             if target is not None:
-                edges.append((target, call.in_graph_region))
+                edges.append((target, call.in_graph_region, _handed(model, call)))
         confidence = fn.confidence.value if fn.confidence is not None else ""
         if edges and (
-            confidence == Confidence.HIGH.value or any(inside for _, inside in edges) or _on_a_hook_path(fn)
+            confidence == Confidence.HIGH.value or any(inside for _, inside, _ in edges) or _on_a_hook_path(fn)
         ):
             entries.append((fn.qualname, confidence, _root_reason(fn), tuple(dict.fromkeys(edges))))
     if model.segmented_capture:
@@ -59,6 +65,19 @@ def _defers_an_event_fork(model: ModuleModel) -> bool:
     the rule decides on the re-analysis)."""
     forks = any(site.method == "wait_event" and site.hazardous for site in model.all_calls())
     return forks and bool(capture_aware_joins(model))
+
+
+def _handed(model: ModuleModel, call: CallSite) -> Handed:
+    """The known kinds of what `call` passes (`value=value` with `value` a pageable host tensor):
+    the callee, in another module, learns them with its reach."""
+    passed: list[tuple[str, str]] = []
+    for index, arg in enumerate(call.node.args):
+        if arg.star:
+            break
+        typed = model.kind_of(arg.value, call.function)
+        if typed.kind in CROSS_MODULE_KINDS and not typed.guessed:
+            passed.append((arg.keyword.value if arg.keyword is not None else f"#{index}", typed.kind.value))
+    return tuple(passed)
 
 
 def _root_reason(fn: FunctionInfo) -> str:

@@ -91,6 +91,7 @@ class ClassInfo:
     attr_stores: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] | None = None
     attrs: dict[str, Typed] = field(default_factory=dict)
     attr_elements: dict[str, Typed] = field(default_factory=dict)
+    method_returns: dict[str, Typed] = field(default_factory=dict)  # what `self.m(...)` gives, by m
     capture_flags: set[str] = field(default_factory=set)  # self.X assigned from a capture test
     offloader_style: bool = False
     offloader_evidence: str = ""

@@ -394,7 +394,7 @@ def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport 
     except DecodeError as exc:
         return FileReport(path=display, errors=[FileError(display, ErrorKind.UNDECODABLE, str(exc))])
     if not settings.select or not may_hold_hazard(text, settings):
-        return FileReport(path=display, index=marks_of_unanalysed(text))
+        return FileReport(path=display, index=marks_of_unanalysed(text, display))
     return None
 
 

@@ -6,12 +6,14 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cpu_device, names_cuda_device
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.module_moves import MoveTarget, module_moves, parks_on_host
 from offlint.analysis.parameter_parking import pageable_park, parameter_storage
 from offlint.analysis.program import CallSite
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import same_code
 
 # `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first
 _CONSTRUCT_ON_DEVICE = frozenset({"torch.tensor", "torch.as_tensor"})
@@ -98,6 +100,8 @@ class PageableHostCopy(Rule):
             if not names_cuda_device(keyword(node, "device"), model.resolver):
                 return None
             data = node.args[0].value
+            if kind(data) is Kind.PAGEABLE_HOST and _not_a_tensor_here(site, data):
+                return None  # the `else` of `isinstance(value, torch.Tensor)`: dead for a tensor
             if isinstance(data, _LITERALS) or kind(data) is Kind.PAGEABLE_HOST or _python_arithmetic(data, kind):
                 return data, f"{site.callee}(..., device=...)"
             if isinstance(data, cst.Call) and (model.qualname(data.func) or "").startswith(
@@ -105,6 +109,22 @@ class PageableHostCopy(Rule):
             ):
                 return data, f"{site.callee}(..., device=...)"
         return None
+
+
+def _not_a_tensor_here(site: CallSite, value: cst.BaseExpression) -> bool:
+    """The site runs only where `isinstance(value, torch.Tensor)` failed."""
+    for test, taken in site.guards:
+        if (
+            not taken
+            and isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "isinstance"
+            and len(test.args) == 2
+            and same_code(test.args[0].value, value)
+            and (dotted_name(test.args[1].value) or "").endswith("Tensor")
+        ):
+            return True
+    return False
 
 
 def _python_arithmetic(expr: cst.BaseExpression, kind: Callable[[cst.BaseExpression], Kind]) -> bool:
