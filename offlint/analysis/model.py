@@ -495,6 +495,9 @@ class ModuleModel:
                     fn.cls.attr_elements[attr] = join(fn.cls.attr_elements.get(attr), typed)
             elif isinstance(node, cst.Call):
                 self._type_parameters_by_use(fn, node)
+                func = node.func
+                if type(func) is cst.Attribute and func.attr.value == "register_hook" and node not in fn.gradient_hooks:
+                    fn.gradient_hooks.append(node)
         returned = _sole_returned_value(fn.node.body)
         if returned is not None and (
             self.is_capture_test(returned, fn)

@@ -120,6 +120,7 @@ class FunctionInfo:
     eager_flags: set[str] = field(default_factory=set)  # locals assigned `not <capture test>`
     # tests that, from where they were seen on, imply no capture is under way (model walk order)
     eager_tests: list[cst.BaseExpression] = field(default_factory=list)
+    gradient_hooks: list[cst.Call] = field(default_factory=list)  # its `t.register_hook(...)` calls
     # tests under which it registers tensor gradient hooks: training only (`_training_only_tests`)
     training_tests: list[cst.BaseExpression] = field(default_factory=list)
     nonlocals: set[str] = field(default_factory=set)  # names it declares `nonlocal`

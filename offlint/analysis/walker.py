@@ -367,13 +367,7 @@ def _training_only_tests(fn: FunctionInfo) -> list[cst.BaseExpression]:
     test holds the call runs with autograd recording - training, which the inference engines'
     graph captures (under `no_grad`/`inference_mode`) never take (DeepSpeed's Ulysses attention
     overlap). Found only in functions that make such a call."""
-    hooks = [
-        node
-        for node in fn.binding_nodes or ()
-        if type(node) is cst.Call
-        and isinstance(cast(cst.Call, node).func, cst.Attribute)
-        and cast(cst.Attribute, cast(cst.Call, node).func).attr.value == "register_hook"
-    ]
+    hooks = fn.gradient_hooks
     if not hooks:
         return []
     tests: list[cst.BaseExpression] = []
