@@ -37,6 +37,7 @@ _OPTION_KEYS = {
     "timing": "timing",
     "profile": "profile",
     "compile_check": "compile",
+    "compiled": "compiled",
     "scenario": "scenarios",
     "wrap_method": "wrap-method",
     "post_init_method": "post-init-method",
@@ -151,6 +152,14 @@ _OPTION_KEYS = {
     "as engines that compile before they capture need (a few seconds per scenario).",
 )
 @click.option(
+    "--compiled",
+    type=click.Choice(["fullgraph", "reduce-overhead"]),
+    help="Run the life cycle with a compiled forward: fullgraph = torch.compile(fullgraph=True) "
+    "captured by hand, reduce-overhead = torch.compile(mode='reduce-overhead') making its own "
+    "CUDA graphs. Reports graph breaks (Dynamo's counters) and whether it ran compiled or fell "
+    "back. Bundled scenarios are then measured, not judged against their eager expectations.",
+)
+@click.option(
     "--watch/--no-watch",
     default=True,
     show_default=True,
@@ -162,6 +171,18 @@ _OPTION_KEYS = {
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the profiler traces (Chrome/Perfetto JSON, one per scenario and step kind) in "
     "this folder.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Draw one graph replay per scenario (compute and H2D copies per stream) as a PNG "
+    "(needs matplotlib: offlint[plot]). With --from-trace, from traces kept earlier, no GPU.",
+)
+@click.option(
+    "--from-trace",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --plot: plot from the traces a run kept with --trace DIR (on any machine); "
+    "nothing is run.",
 )
 @click.option(
     "--scenario",
@@ -224,6 +245,8 @@ def probe_command(
     as_json: bool,
     output: Path | None,
     config: Path | None,
+    plot: Path | None,
+    from_trace: Path | None,
     **values: Any,
 ) -> None:
     """Drive an offloader through a decode graph runner's life on a GPU and report numbers.
@@ -244,6 +267,14 @@ def probe_command(
     if fmt is None:
         fmt = "json" if output_file is not None and output_file.suffix == ".json" else "text"
     try:
+        if from_trace is not None:
+            if plot is None:
+                raise ProbeUsageError("--from-trace goes with --plot FILE")
+            sys.exit(_plot_offline(from_trace, plot))
+        if plot is not None:
+            from offlint.probing.plot import check_matplotlib
+
+            check_matplotlib()  # before minutes of GPU work, not after
         if sanitize:
             from offlint.probing.sanitize_command import run_sanitized
 
@@ -257,6 +288,10 @@ def probe_command(
             )
         values["target"] = args[0] if args else None
         options = _resolve_options(ctx, config, values)
+        if plot is not None and options.trace_dir is None:
+            import dataclasses
+
+            options = dataclasses.replace(options, trace_dir=str(_scratch_trace_dir()))
         from offlint.probing.runner import probe
 
         document = probe(
@@ -266,6 +301,13 @@ def probe_command(
         click.echo(f"offlint probe: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     from offlint.probing.report import render_console, render_json, summary_line
+
+    if plot is not None:
+        trace_dir = Path(document["options"].get("trace_dir") or "")
+        try:
+            _plot_offline(trace_dir, plot, quiet=True)
+        except ProbeUsageError as exc:
+            click.echo(f"offlint probe: --plot: {exc}", err=True)
 
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -287,6 +329,28 @@ def probe_command(
             console = Console(highlight=False, width=160)
         render_console(document, console)
     sys.exit(document["exit_code"])
+
+
+def _scratch_trace_dir() -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="offlint-probe-trace-"))
+
+
+def _plot_offline(trace_dir: Path, plot: Path, quiet: bool = False) -> int:
+    """Plot the replay traces of `trace_dir` into `plot`; a line per scenario on stderr."""
+    from offlint.probing.plot import load_timelines, plot_timelines
+
+    stats = plot_timelines(load_timelines(trace_dir), plot)
+    for scenario, numbers in stats.items():
+        click.echo(
+            f"{scenario}: replay {numbers['replay_ms']:.2f} ms, H2D {numbers['h2d_ms']:.2f} ms "
+            f"({numbers['h2d_copies']:g} copies), {100 * numbers['h2d_overlap_share']:.0f}% "
+            "overlapping compute",
+            err=True,
+        )
+    click.echo(f"offlint probe: timeline written to {plot}", err=True)
+    return 0
 
 
 def _emit_sanitized(document: dict[str, Any], fmt: str, output_file: Path | None) -> None:

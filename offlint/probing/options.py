@@ -78,6 +78,8 @@ class ProbeOptions:
     timing: bool = True
     profile: bool = True
     compile: bool = False
+    # `--compiled fullgraph|reduce-overhead`: the life cycle with a compiled forward.
+    compiled: str | None = None
     # Watch the stream/event calls of the life cycle (sanitizer.py, recording only) so that a
     # capture failure is reported with the call that caused it and its rule code.
     watch: bool = True
@@ -207,6 +209,16 @@ def _identifier(value: Any) -> str:
     return name
 
 
+COMPILED_MODES = ("fullgraph", "reduce-overhead")
+
+
+def parse_compiled(value: Any) -> str:
+    name = str(value).strip().lower()
+    if name not in COMPILED_MODES:
+        raise ValueError(f"expected one of {', '.join(COMPILED_MODES)}, got {value!r}")
+    return name
+
+
 def _string_list(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
@@ -258,6 +270,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "timing": _boolean,
     "profile": _boolean,
     "compile": _boolean,
+    "compiled": parse_compiled,
     "watch": _boolean,
     "trace": _string,
     "scenarios": _string_list,
@@ -372,6 +385,7 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
         timing=merged.get("timing", defaults.timing),
         profile=merged.get("profile", defaults.profile),
         compile=merged.get("compile", defaults.compile),
+        compiled=merged.get("compiled", defaults.compiled),
         watch=merged.get("watch", defaults.watch),
         trace_dir=merged.get("trace", defaults.trace_dir),
         batch_sizes_given="batch-sizes" in merged,

@@ -233,6 +233,9 @@ def detail_lines(scenario: dict[str, Any]) -> list[Text]:
                 style="yellow",
             )
         )
+    compiled = raw.get("compiled")
+    if compiled:
+        lines.append(compiled_line(compiled))
     compile_result = raw.get("compile")
     if compile_result:
         lines.append(compile_line(compile_result))
@@ -243,6 +246,29 @@ def detail_lines(scenario: dict[str, Any]) -> list[Text]:
             message = f"{root.get('type')}: {root.get('message')}"
             lines.append(Text(f"  torch.compile check could not run: {message}", style="dim"))
     return lines
+
+
+def compiled_line(info: dict[str, Any]) -> Text:
+    """`--compiled`: how the forward ran, from Dynamo's own counters."""
+    how = (
+        "torch.compile(fullgraph=True), captured by hand"
+        if info.get("mode") == "fullgraph"
+        else "torch.compile(mode='reduce-overhead')"
+    )
+    text = f"  compiled life cycle, {how}: {info.get('ran', 'did not finish')}"
+    error = info.get("error")
+    if error:
+        text += f" ({error.get('reason')}"
+        source = error.get("source")
+        if source:
+            text += f", at {source['file']}:{source['line']}: {source['code']}"
+        text += ")"
+    reasons = info.get("break_reasons") or {}
+    if reasons:
+        first = next(iter(reasons)).splitlines()[0][:160]
+        text += f"; most frequent break: {first}"
+    style = "yellow" if info.get("fell_back") or info.get("graph_breaks") else ""
+    return Text(text, style=style)
 
 
 def compile_line(result: dict[str, Any]) -> Text:

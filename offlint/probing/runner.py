@@ -71,8 +71,11 @@ def plan(options: ProbeOptions) -> list[PlannedScenario]:
         return [PlannedScenario("entry", resolve_entry_spec(options.entry), "", None, True)]
     if options.target is not None:
         return [PlannedScenario("target", absolute_target(options.target), "", None)]
+    # A compiled life cycle is measured, not judged: the expectations are the eager ones.
     return [
-        PlannedScenario(s.name, bundled_target(s), s.description, s.expectation)
+        PlannedScenario(
+            s.name, bundled_target(s), s.description, None if options.compiled else s.expectation
+        )
         for s in select_bundled(options.scenarios)
     ]
 

@@ -4,7 +4,7 @@ and stop at the first pair CUDA would reject (or that computes garbage), with bo
 `with capture_sanitizer(): ...` (or `offlint probe --sanitize -- python script.py`) patches, for
 as long as it is active:
 
-- `torch.cuda.Event.record/wait/query/synchronize` (and notes `Event(external=True)`),
+- `torch.cuda.Event.record/wait/query/synchronize/elapsed_time` (and notes `Event(external=True)`),
 - `torch.cuda.Stream.wait_event/wait_stream/record_event/synchronize/query`,
 - `torch.cuda.StreamContext.__enter__` (`with torch.cuda.stream(s)`), `Tensor.record_stream`,
 - `torch.cuda.CUDAGraph.capture_begin/capture_end/replay` (`torch.cuda.graph` goes through them),
@@ -28,6 +28,7 @@ pairs it stops at, with the offlint rule that finds the same statically:
 | a host sync in a capture | OFL105 | 900 |
 | a copy from pageable host memory in a capture | OFL106 | PyTorch's "unless the CPU tensor is pinned" |
 | `Event.query/synchronize` on an event recorded in the capture | OFL107 | 907 |
+| `Event.elapsed_time` on an event last recorded in a capture | OFL107 | invalid argument |
 | an eager read of a tensor a capture made, before any replay of its graph | OFL201 | none: garbage |
 | a wait on an event last recorded in a capture that has ended | OFL202 | invalid argument |
 
@@ -277,6 +278,7 @@ class CaptureSanitizer:
             ("wait", self._event_wait),
             ("query", self._event_sync),
             ("synchronize", self._event_sync),
+            ("elapsed_time", self._event_elapsed),
         )
         for name, hook in event_hooks:
             self._wrap(cuda.Event, name, hook)
@@ -531,6 +533,30 @@ class CaptureSanitizer:
             else:
                 self._host_sync(capture, "Event.query()/synchronize() (a host sync)")
         return original(event)
+
+    def _event_elapsed(self, original: Any, event: Any, end: Any) -> Any:
+        self._count("Event.elapsed_time")
+        if self.enabled:
+            for timed in (event, end):
+                record = self._record_of(timed)
+                if record is None or record.capture is None:
+                    continue
+                self._violate(
+                    Violation(
+                        "OFL107",
+                        f"Event.elapsed_time() on an event last recorded inside capture "
+                        f"#{record.capture}",
+                        _stack(),
+                        "the event was last recorded here, inside that capture",
+                        record.stack,
+                        None,
+                        "a replay does not make a timing event timeable (CUDA answers invalid "
+                        "argument): time graph replays with events recorded eagerly around "
+                        "`replay()`, or make them with `Event(external=True)`",
+                    )
+                )
+                break
+        return original(event, end)
 
     # --- streams -----------------------------------------------------------------------------
 

@@ -15,6 +15,17 @@ depend on it):
 8. weight update: an in-place write into an offloaded layer's host weight, then a replay of each
               graph (a graph re-reads the host address at every replay);
 9. graph timing and the H2D copies per replay;
+With `--compiled fullgraph` the forward after the eager warm-up is `torch.compile(model,
+fullgraph=True)` (inductor), compiled in a phase of its own ("compiled"), and every later phase
+uses it: captured by hand as an engine captures a compiled forward; if it cannot compile, the
+life cycle goes on eagerly (an engine falling back) and says so. With `--compiled
+reduce-overhead` the compiled forward makes its own CUDA graphs (CUDA graph trees): "capture" is
+its warm-up/record/replay calls per batch size, replays and graph timing are calls of it, and
+"eager after capture" is an uncompiled forward. Graph breaks, compiled graphs and skipped CUDA
+graphs are read from Dynamo's and Inductor's own counters (`torch._dynamo.utils.counters`),
+not from `explain`. The sanitizer does not watch a compiled life cycle (Dynamo would trace its
+wrappers).
+
 10. compile   (opt-in) whether the hooked forward of a freshly attached model traces with
               `torch.compile(fullgraph=True)` (the "eager" backend: tracing is the question, not
               code generation).
@@ -111,6 +122,8 @@ class ScenarioRun:
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, Any, Any]] = {}
         self.captured_any = False
         self.watch: _Watch | None = None
+        # `--compiled`: the compiled forward once it compiled (None: eager, or it fell back).
+        self.compiled: Callable[..., Any] | None = None
         self.result: dict[str, Any] = {
             "scenario": spec.name,
             "target": spec.target,
@@ -181,8 +194,17 @@ class ScenarioRun:
         assert self.subject is not None
         return self.subject.make_input(batch)
 
+    @property
+    def _graphs_itself(self) -> bool:
+        """The compiled forward makes its own CUDA graphs (mode="reduce-overhead")."""
+        return self.compiled is not None and self.spec.compiled == "reduce-overhead"
+
     def _forward(self, inputs: Any) -> Any:
+        """The forward an engine runs outside its graphs (and captures): the fullgraph-compiled
+        one under `--compiled fullgraph`, else the model as attached."""
         assert self.subject is not None
+        if self.compiled is not None and not self._graphs_itself:
+            return call(self.compiled, inputs)
         return call(self.subject.model, inputs)
 
     def _check(self, phase: str, batch: int, output: Any, inputs: Any, note: str) -> None:
@@ -199,6 +221,11 @@ class ScenarioRun:
         self._check(phase, batch, output, x, note)
 
     def _replay_step(self, phase: str, batch: int, note: str) -> None:
+        if self._graphs_itself:
+            assert self.compiled is not None
+            x = self._input(batch)
+            self._check(phase, batch, call(self.compiled, x), x, f"{note} (compiled call)")
+            return
         graph, static_x, static_out = self.graphs[batch]
         x = self._input(batch)
         copy_into(static_x, x)
@@ -209,12 +236,14 @@ class ScenarioRun:
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
-        self.watch = _Watch(self.spec.watch)
+        self.watch = _Watch(self.spec.watch and not self.spec.compiled)
         try:
             with torch.no_grad():
                 self._run_phases()
         finally:
             self.watch.close()
+            if self.spec.compiled:
+                self._compiled_summary()
         self.result["wall_s"] = round(time.perf_counter() - started, 3)
         return self.result
 
@@ -229,6 +258,8 @@ class ScenarioRun:
         if not self._phase("attach", self._attach):
             return
         if not self._phase("eager", self._eager):
+            return
+        if spec.compiled and not self._phase("compiled", self._compile_forward):
             return
         if spec.timing or spec.profile:
             self._phase("eager_timing", self._eager_timing)
@@ -354,6 +385,9 @@ class ScenarioRun:
         return str(Path(self.spec.trace_dir) / f"{name}.json")
 
     def _capture(self) -> None:
+        if self._graphs_itself:
+            self._capture_compiled()
+            return
         pool = torch.cuda.graph_pool_handle()
         capture: dict[str, Any] = {"ok": False, "graphs": [], "error": None}
         self.result["capture"] = capture
@@ -385,6 +419,19 @@ class ScenarioRun:
         capture["ok"] = True
 
     def _eager_after_capture(self) -> None:
+        if self._graphs_itself:
+            # The engine's path outside its CUDA graphs: the uncompiled forward.
+            assert self.subject is not None
+            batch = self.batch_sizes[0]
+            x = self._input(batch)
+            self._check(
+                "eager_after_capture",
+                batch,
+                call(self.subject.model, x),
+                x,
+                "first uncompiled forward after the compiled forward's graphs were recorded",
+            )
+            return
         self._eager_step(
             self.batch_sizes[0], "first eager forward after the last capture, before any replay"
         )
@@ -409,6 +456,9 @@ class ScenarioRun:
     def _graph_timing(self) -> None:
         timing = self.result["timing"]
         h2d = self.result["h2d"]
+        if self._graphs_itself:
+            self._graph_timing_compiled()
+            return
         with self.watch.paused() if self.watch else contextlib.nullcontext():
             for batch, (graph, _, _) in self.graphs.items():
                 if self.spec.timing:
@@ -419,6 +469,118 @@ class ScenarioRun:
                     h2d["per_replay"][str(batch)] = count_h2d_copies(
                         graph.replay, _PROFILED_CALLS, self._trace_path(f"replay-{batch}")
                     )
+
+    # --- the compiled life cycle (`--compiled`) -----------------------------------------------
+
+    def _compile_forward(self) -> None:
+        """Compile the attached model's forward and run it once (the compilation); on failure
+        the life cycle goes on with the eager forward, as an engine falling back does."""
+        assert self.subject is not None
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        mode = self.spec.compiled
+        options: dict[str, Any] = (
+            {"fullgraph": True} if mode == "fullgraph" else {"mode": "reduce-overhead"}
+        )
+        info: dict[str, Any] = {"mode": mode, "backend": "inductor", "options": options}
+        self.result["compiled"] = info
+        compiled = torch.compile(self.subject.model, **options)
+        batch = self.batch_sizes[0]
+        x = self._input(batch)
+        started = time.perf_counter()
+        try:
+            output = call(compiled, x)
+            torch.cuda.synchronize()
+        except Exception as exc:
+            info["error"] = _compile_failure(exc, self.target_files)
+            info["fell_back"] = True
+            _synchronize_quietly()
+            return
+        info["first_call_s"] = round(time.perf_counter() - started, 3)
+        info["fell_back"] = False
+        self._check("compiled", batch, output, x, "first compiled forward (compiles)")
+        self.compiled = compiled
+
+    def _capture_compiled(self) -> None:
+        """mode="reduce-overhead": per batch size, the calls CUDA graph trees need to warm up,
+        record and replay a graph, each checked."""
+        assert self.compiled is not None
+        capture: dict[str, Any] = {
+            "ok": False,
+            "graphs": [],
+            "error": None,
+            "by": "torch.compile(mode='reduce-overhead'): CUDA graph trees",
+        }
+        self.result["capture"] = capture
+        for batch in self.batch_sizes:
+            for index, what in enumerate(("warm-up", "record", "first replay")):
+                x = self._input(batch)
+                try:
+                    output = call(self.compiled, x)
+                except Exception as exc:
+                    self.captured_any = True
+                    capture["graphs"].append({"batch": batch, "ok": False})
+                    capture["error"] = {
+                        "batch": batch,
+                        **describe_exception(exc, self.target_files),
+                    }
+                    capture["error"]["traceback"] = "".join(traceback.format_exception(exc))[-6000:]
+                    _synchronize_quietly()
+                    raise _PhaseFailed from None
+                self._check(
+                    "capture",
+                    batch,
+                    output,
+                    x,
+                    f"compiled call {index + 1} ({what}), batch {batch}",
+                )
+            capture["graphs"].append({"batch": batch, "ok": True})
+        self.captured_any = True
+        capture["ok"] = True
+
+    def _graph_timing_compiled(self) -> None:
+        assert self.compiled is not None
+        compiled = self.compiled
+        timing = self.result["timing"]
+        h2d = self.result["h2d"]
+        for batch in self.batch_sizes:
+            x = self._input(batch)
+
+            def step(x: Any = x) -> Any:
+                return call(compiled, x)
+
+            if self.spec.timing:
+                timing["graph"][str(batch)] = median_ms(
+                    step, self.spec.warmup_iters, self.spec.timing_iters
+                )
+            if self.spec.profile:
+                h2d["per_replay"][str(batch)] = count_h2d_copies(
+                    step, _PROFILED_CALLS, self._trace_path(f"replay-{batch}")
+                )
+
+    def _compiled_summary(self) -> None:
+        """Dynamo's and Inductor's own counts: graph breaks (with their reasons), graphs
+        compiled, frames, CUDA graphs skipped; and, in a line, how the forward ran."""
+        info = self.result.get("compiled")
+        if info is None:
+            return
+        with contextlib.suppress(Exception):
+            from torch._dynamo.utils import counters as dynamo_counters
+
+            counters: dict[str, Any] = dict(dynamo_counters)
+            breaks = dict(counters.get("graph_break", {}))
+            info["graph_breaks"] = int(sum(breaks.values()))
+            ranked = sorted(breaks.items(), key=lambda item: -item[1])[:5]
+            info["break_reasons"] = {str(reason)[:300]: int(n) for reason, n in ranked}
+            stats: dict[str, Any] = dict(counters.get("stats", {}))
+            info["unique_graphs"] = int(stats.get("unique_graphs", 0))
+            info["calls_captured"] = int(stats.get("calls_captured", 0))
+            info["frames"] = {k: int(v) for k, v in counters.get("frames", {}).items()}
+            info["cudagraph_skips"] = int(counters.get("inductor", {}).get("cudagraph_skips", 0))
+        info["ran"] = compiled_verdict(info)
 
     def _compile_check(self) -> None:
         """A fresh model and offloader (the life cycle's may be mid-failure): does the hooked
@@ -447,6 +609,30 @@ class ScenarioRun:
             torch._dynamo.reset()
             del keep_alive
         self.result["compile"] = outcome
+
+
+def compiled_verdict(info: dict[str, Any]) -> str:
+    """How the forward ran under `--compiled`, in words."""
+    if info.get("fell_back"):
+        return "fell back to eager: the forward did not compile"
+    breaks = info.get("graph_breaks")
+    graphs = info.get("unique_graphs")
+    if graphs == 0:
+        return "fell back to eager: Dynamo compiled no graph"
+    text = (
+        "compiled as one graph per shape"
+        if breaks == 0
+        else f"partly compiled: {breaks} graph break(s), {graphs} graph(s); the code between "
+        "them ran eagerly"
+    )
+    if info.get("mode") == "reduce-overhead":
+        skips = info.get("cudagraph_skips") or 0
+        text += (
+            f"; CUDA graphs skipped {skips} time(s): those graphs ran without CUDA graphs"
+            if skips
+            else "; CUDA graph trees used"
+        )
+    return text
 
 
 def _announce(phase: str) -> None:

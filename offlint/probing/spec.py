@@ -30,6 +30,8 @@ class ScenarioSpec:
     watch: bool = True
     trace_dir: str | None = None
     batch_sizes_given: bool = False
+    # `--compiled`: "fullgraph" or "reduce-overhead" (scenario.py), None for the eager forward.
+    compiled: str | None = None
 
     @classmethod
     def from_options(
@@ -52,6 +54,7 @@ class ScenarioSpec:
             watch=options.watch,
             trace_dir=options.trace_dir,
             batch_sizes_given=options.batch_sizes_given,
+            compiled=options.compiled,
         )
 
     def to_json(self) -> dict[str, Any]:

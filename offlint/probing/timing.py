@@ -15,6 +15,9 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+# The name of the profiler range around each profiled call.
+STEP_MARK = "offlint-step"
+
 
 def median_ms(fn: Callable[[], object], warmup: int, iters: int) -> dict[str, float]:
     import torch
@@ -60,12 +63,14 @@ def count_h2d_copies(
     """H2D copies (and bytes) per call of `fn`, from a profiler trace of `repeats` calls; with
     `keep_trace`, the trace (Chrome/Perfetto JSON) is written there and kept."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(repeats):
-            fn()
+            # Each call marked, so a kept trace can be cut into calls (plot.py).
+            with record_function(STEP_MARK):
+                fn()
         torch.cuda.synchronize()
     if keep_trace is not None:
         os.makedirs(os.path.dirname(keep_trace) or ".", exist_ok=True)
