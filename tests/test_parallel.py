@@ -105,13 +105,14 @@ def test_prefilter_never_drops_a_finding(example: RuleExample) -> None:
 
 
 def test_gate_knows_every_model_source() -> None:
-    from offlint.analysis import model, reachability, torch_api
+    from offlint.analysis import model, reachability, torch_api, walker
 
     assert reachability.HOOK_REGISTRARS <= torch_api.HOOK_REGISTRARS
     assert model.SEGMENTED_GRAPH_CONTEXTS | reachability.EAGER_BREAK_DECORATORS <= torch_api.CAPTURE_METHOD_NAMES
     assert {f"torch.cuda.{n}" for n in torch_api.CAPTURE_API_NAMES} >= reachability.GRAPHED_CALLABLES
     assert model.STREAM_ORDERING_METHODS <= torch_api.CAPTURE_METHOD_NAMES
-    for qualname in model.STREAM_CONTEXTS | model.GRAPH_CONTEXTS | model.CAPTURE_TESTS:
+    # the walk (walker.py) opens graph regions and stream contexts; the model types capture tests
+    for qualname in walker.STREAM_CONTEXTS | walker.GRAPH_CONTEXTS | model.CAPTURE_TESTS:
         assert qualname.rsplit(".", 1)[1] in torch_api.CAPTURE_API_NAMES
 
 

@@ -71,7 +71,7 @@ def mentions_capture_tag_strict(model: ModuleModel, expr: cst.BaseExpression, fn
     do not count (they decide the context instead)."""
     if mentions_capture_bookkeeping(model, expr, fn):
         return True
-    nodes = walk(expr)
+    nodes = list(walk(expr))  # read twice: names of attributes, then every name
     attr_names = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
     for node in nodes:
         if id(node) in attr_names:

@@ -272,6 +272,9 @@ class ModuleModel:
             return Context.EAGER, None  # autograd records then: no inference capture runs it
         if _tests_cpu_tensor(test) or _cpu_tensor_flag(test, fn):
             return Context.EAGER, None  # `if t.device.type == "cpu":` no CUDA work to capture there
+        placed = _tests_already_placed(test, fn)
+        if placed is not None:
+            return placed
         decided = self.capture_condition(test, fn)
         if decided is None:
             return None, None
@@ -956,6 +959,41 @@ def _tests_device_type(expr: cst.BaseExpression, device_type: str) -> bool:
         and any(isinstance(side, cst.SimpleString) and side.evaluated_value == device_type for side in sides)
         and any(name.endswith(".device.type") for name in names)
     )
+
+
+def _tests_already_placed(
+    test: cst.BaseExpression, fn: FunctionInfo | None
+) -> tuple[Context | None, Context | None] | None:
+    """`if module.device != self.execution_device:` (the branch that moves it there), or
+    `if current_device == self.execution_device: return`: a hook that places its module on the
+    execution device only when it is not there yet does so on the first forward after an offload -
+    the eager warm-up every capture follows - so the not-there-yet branch is eager (accelerate's
+    `CpuOffload`, diffusers' auto-offload hook)."""
+    if fn is None or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comp = test.comparisons[0]
+    if not isinstance(comp.operator, cst.Equal | cst.NotEqual):
+        return None
+    sides = (test.left, comp.comparator)
+    if not (any(_placement_of(fn, side) for side in sides) and any(_names_a_device(side) for side in sides)):
+        return None
+    return (Context.EAGER, None) if isinstance(comp.operator, cst.NotEqual) else (None, Context.EAGER)
+
+
+def _placement_of(fn: FunctionInfo, expr: cst.BaseExpression) -> bool:
+    """`module.device`, `next(module.parameters()).device`, or a local bound once from such."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
+        return True
+    if isinstance(expr, cst.Name):
+        values = [a.value for a in fn.assignments if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)]
+        return len(values) == 1 and isinstance(values[0], cst.Attribute) and values[0].attr.value == "device"
+    return False
+
+
+def _names_a_device(expr: cst.BaseExpression) -> bool:
+    """`self.execution_device`, `onload_device`, `device`: where the code places things."""
+    name = (dotted_name(expr) or "").rsplit(".", 1)[-1] if isinstance(expr, cst.Name | cst.Attribute) else ""
+    return name != "device" and name.endswith("_device")
 
 
 def _cpu_tensor_flag(expr: cst.BaseExpression, fn: FunctionInfo | None) -> bool:
