@@ -3,15 +3,18 @@ another (`event_handoff.py`), an event that can only be made external (`external
 fork with no consumer (`fork_join.py`), a hook that casts its module back (`hook_moves.py`), and
 the "not fixed: <reason>" of what they leave.
 
-Each rewrite is run, not only read: `capture_sim.py` stands in for torch and raises where CUDA
-would (905 isolation, 904 unjoined, a wait on an event of an ended capture), so a test drives
-eager forwards, a capture, and eager forwards after it through the original and the fixed code.
+Each rewrite is run, not only read: the capture simulator below stands in for torch and raises
+where CUDA would (905 isolation, 904 unjoined, a wait on an event of an ended capture), so a test
+drives eager forwards, a capture, and eager forwards after it through the original and the fixed
+code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,139 @@ from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import Confidence
 from offlint.fixing.apply import FileFix, FixSettings, fix_source
-from tests import capture_sim
+
+# ----------------------------------------------------------------------------- capture simulator
+# A stand-in `torch` module that enforces the capture rules of shared/GROUND-TRUTH.md section 1
+# on the CPU, for running what `offlint fix` writes: streams, events, forks, joins and one capture
+# at a time, no tensors.
+#
+# - a wait inside a capture on an event recorded outside it raises (905, isolation);
+# - an eager wait on an event last recorded inside an ended capture raises (invalid argument);
+# - `cur.wait_stream(side)` inside a capture when `side` was never forked into it raises (905);
+# - work on a side stream inside a capture that was not forked into it raises (900);
+# - a capture that ends with a forked side stream's work not joined raises (904, unjoined);
+# - `Event(external=True)` waits and records are legal across capture boundaries.
+
+
+class CaptureError(RuntimeError):
+    pass
+
+
+class _State:
+    def __init__(self) -> None:
+        self.capture: int | None = None  # id of the capture under way
+        self.captures = 0
+        self.main = Stream()
+        self.current = self.main
+        self.forked: set[int] = set()  # side streams forked into this capture
+        self.pending: dict[int, int] = {}  # side stream -> records not yet joined in this capture
+
+
+STATE: _State
+
+
+class Stream:
+    def wait_stream(self, other: Stream) -> None:
+        state = STATE
+        if state.capture is None:
+            return
+        if self is state.main or id(self) in state.forked:
+            if other is state.main or id(other) in state.forked:
+                if other is state.main:
+                    state.forked.add(id(self))  # a fork
+                else:
+                    state.pending.pop(id(other), None)  # a join
+                return
+            raise CaptureError("905: wait_stream on a stream not forked into the capture")
+        if other is state.main:
+            state.forked.add(id(self))
+            return
+        raise CaptureError("905: wait_stream between streams outside the capture")
+
+    def wait_event(self, event: Event) -> None:
+        event.wait(self)
+
+
+class Event:
+    def __init__(self, enable_timing: bool = False, external: bool = False) -> None:
+        self.external = external
+        self.recorded_in: int | str | None = "never"
+        self.stream: Stream | None = None
+
+    def record(self, stream: Stream | None = None) -> None:
+        state = STATE
+        stream = stream or state.current
+        if state.capture is not None and stream is not state.main and id(stream) not in state.forked:
+            raise CaptureError("900: work on a side stream not forked into the capture")
+        self.recorded_in = state.capture
+        self.stream = stream
+        if state.capture is not None and stream is not state.main:
+            state.pending[id(stream)] = state.pending.get(id(stream), 0) + 1
+
+    def wait(self, stream: Stream | None = None) -> None:
+        state = STATE
+        if self.recorded_in == "never":
+            return
+        if not self.external:
+            if state.capture is not None and self.recorded_in != state.capture:
+                raise CaptureError("905: wait inside a capture on an event recorded outside it")
+            if state.capture is None and self.recorded_in is not None:
+                raise CaptureError("invalid argument: eager wait on an event recorded in an ended capture")
+        if state.capture is not None and self.stream is not None and self.stream is not state.main:
+            state.pending.pop(id(self.stream), None)
+
+
+def current_stream() -> Stream:
+    return STATE.current
+
+
+def is_current_stream_capturing() -> bool:
+    return STATE.capture is not None
+
+
+@contextlib.contextmanager
+def stream(side: Stream) -> Iterator[None]:
+    state = STATE
+    before = state.current
+    state.current = side
+    try:
+        yield
+    finally:
+        state.current = before
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[None]:
+    """`with torch.cuda.graph(g):` as far as these rules go."""
+    state = STATE
+    state.captures += 1
+    state.capture = state.captures
+    state.forked, state.pending = set(), {}
+    try:
+        yield
+        if state.pending:
+            raise CaptureError("904: the capture ends with a fork unjoined")
+    finally:
+        state.capture = None
+
+
+def fresh_torch() -> types.ModuleType:
+    """A new `torch` stand-in (its own capture state)."""
+    global STATE
+    STATE = _State()
+    torch = types.ModuleType("torch")
+    cuda = types.ModuleType("torch.cuda")
+    for name, value in {
+        "Stream": Stream,
+        "Event": Event,
+        "current_stream": current_stream,
+        "is_current_stream_capturing": is_current_stream_capturing,
+        "stream": stream,
+    }.items():
+        setattr(cuda, name, value)
+    torch.cuda = cuda  # type: ignore[attr-defined]
+    return torch
+
 
 SELECT = frozenset(load_catalogue())
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +176,7 @@ def _codes(source: str | bytes) -> list[str]:
 
 def _load(source: str | bytes, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     """Run `source` as a module against a fresh capture simulator."""
-    monkeypatch.setitem(sys.modules, "torch", capture_sim.fresh_torch())
+    monkeypatch.setitem(sys.modules, "torch", fresh_torch())
     module = types.ModuleType("fixed")
     exec(compile(source, "m.py", "exec"), module.__dict__)
     return module
@@ -105,7 +240,7 @@ def test_handoff_original_fails_capture(monkeypatch: pytest.MonkeyPatch) -> None
     module = _load(HOOKED, monkeypatch)
     streamer = module.LayerStreamer(4)
     _forward(streamer, 4)
-    with pytest.raises(capture_sim.CaptureError, match="905"), capture_sim.capture():
+    with pytest.raises(CaptureError, match="905"), capture():
         _forward(streamer, 4)
 
 
@@ -117,7 +252,7 @@ def test_handoff_fixed_captures_and_eager_after_capture_reads_eager_copies(monke
     assert _forward(streamer, n) == eager
     assert _forward(streamer, n) == eager
     for _ in range(2):  # a second capture right after the first (another batch size)
-        with capture_sim.capture():
+        with capture():
             assert _forward(streamer, n) == [("copy", i, True) for i in range(n)]
     # eager right after capture: every layer uses a copy made eagerly, none made in the capture
     assert _forward(streamer, n) == eager
@@ -159,14 +294,14 @@ def test_event_without_a_repeatable_producer_is_made_external_and_the_fork_joine
 
     original = _load(EXTERNAL, monkeypatch).Prefetcher()
     original.prefetch("host")
-    with pytest.raises(capture_sim.CaptureError, match="905"), capture_sim.capture():
+    with pytest.raises(CaptureError, match="905"), capture():
         original.forward(1)
 
     fixed = _load(result.fixed, monkeypatch).Prefetcher()
     fixed.prefetch("host")
-    with capture_sim.capture():
+    with capture():
         fixed.forward(1)  # eager record, captured wait: legal on an external event
-    with capture_sim.capture():
+    with capture():
         fixed.prefetch("host")  # the fork is joined before the capture ends
     fixed.forward(1)  # eager wait after a capture recorded it: legal on an external event
 
@@ -299,3 +434,27 @@ def test_fix_rate_on_the_fixtures_meets_the_bar() -> None:
     assert not broken
     assert sum(c["left, no reason"] for c in tally.values()) == 0, left
     assert fixed >= 0.8 * reported, left
+
+
+def test_import_torch_is_added_when_the_module_has_no_torch_binding() -> None:
+    source = """\
+\"\"\"Doc.\"\"\"
+from torch.cuda import Stream, current_stream, stream
+
+
+class Evictor:
+    def __init__(self):
+        self.side = Stream()
+
+    def evict(self, host, dev):
+        self.side.wait_stream(current_stream())
+        with stream(self.side):
+            host.copy_(dev, non_blocking=True)
+"""
+    assert "OFL103" in _codes(source)
+    result = _fix(source)
+    text = result.fixed.decode()
+    assert text.startswith('"""Doc."""\nfrom torch.cuda import Stream, current_stream, stream\nimport torch\n')
+    assert "        if torch.cuda.is_current_stream_capturing():\n            current_stream().wait_stream(self.side)\n" in text
+    assert "OFL103" not in _codes(result.fixed)
+    assert _fix(text).fixed == result.fixed

@@ -73,8 +73,10 @@ def mentions_capture_tag_strict(model: ModuleModel, expr: cst.BaseExpression, fn
         return True
     nodes = list(walk(expr))  # read twice: names of attributes, then every name
     attr_names = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    # `is_graph_capturing()` imported from elsewhere: a test of the capture state, not a tag
+    predicates = {id(n.func) for n in nodes if isinstance(n, cst.Call) and model.is_capture_test(n, fn)}
     for node in nodes:
-        if id(node) in attr_names:
+        if id(node) in attr_names or id(node) in predicates:
             continue  # `.is_current_stream_capturing`, `self.x_captured`: attributes judged above
         if isinstance(node, cst.Name) and "captur" in node.value.lower():
             if model.is_capture_test(node, fn):

@@ -28,8 +28,9 @@ from offlint.analysis.engine import (
     parse_error,
     refusal_error,
 )
-from offlint.analysis.guard import refusal
+from offlint.analysis.guard import compile_quietly, refusal
 from offlint.analysis.model import ModelOptions, ModuleModel
+from offlint.analysis.positions import locate
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
@@ -39,6 +40,14 @@ from offlint.diagnostics import (
     FixSafety,
 )
 from offlint.fixing.edits import Edit, StatementPlan
+from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
+from offlint.fixing.event_handoff import plan_event_handoffs
+from offlint.fixing.external_event import RULES as EXTERNAL_RULES
+from offlint.fixing.external_event import plan_external_events
+from offlint.fixing.fork_join import RULES as FORK_JOIN_RULES
+from offlint.fixing.fork_join import plan_fork_joins
+from offlint.fixing.hook_moves import RULES as HOOK_MOVE_RULES
+from offlint.fixing.hook_moves import plan_hook_moves
 from offlint.fixing.mechanical import plan_pin_memory_fix, plan_record_stream_fix
 from offlint.fixing.offloader_rewrite import AUTO, REWRITE_RULES, plan_offloader_fix
 
@@ -71,6 +80,30 @@ def _offloader(model: ModuleModel, settings: FixSettings) -> tuple[StatementPlan
 FIXERS = (
     Fixer("offloader", REWRITE_RULES, FixSafety.UNSAFE, _offloader),
     Fixer(
+        "event-handoff",
+        HANDOFF_RULES,
+        FixSafety.UNSAFE,
+        lambda model, settings: (plan_event_handoffs(model, settings.min_confidence), []),
+    ),
+    Fixer(  # after the hand-off fixer: the waits whose producer it cannot re-issue
+        "external-event",
+        EXTERNAL_RULES,
+        FixSafety.UNSAFE,
+        lambda model, settings: (plan_external_events(model, settings.min_confidence), []),
+    ),
+    Fixer(
+        "hook-moves",
+        HOOK_MOVE_RULES,
+        FixSafety.UNSAFE,
+        lambda model, settings: (plan_hook_moves(model, settings.min_confidence), []),
+    ),
+    Fixer(  # after the hand-off fixer: the forks a consumer joins are its
+        "fork-join",
+        FORK_JOIN_RULES,
+        FixSafety.UNSAFE,
+        lambda model, settings: (plan_fork_joins(model, settings.min_confidence), []),
+    ),
+    Fixer(
         "OFL204", ("OFL204",), FixSafety.SAFE, lambda model, _: (plan_record_stream_fix(model), [])
     ),
     Fixer(
@@ -81,6 +114,14 @@ FIXERS = (
     ),
 )
 FIXABLE_RULES = tuple(sorted({rule for fixer in FIXERS for rule in fixer.rules}))
+
+
+@dataclass(frozen=True)
+class NotFixed:
+    """A finding left after fixing, with the fixer's one-line reason for leaving it."""
+
+    diagnostic: Diagnostic
+    reason: str
 
 
 @dataclass
@@ -94,6 +135,7 @@ class FileFix:
     strategies: list[str] = field(default_factory=list)
     remaining: list[Diagnostic] = field(default_factory=list)  # fixable findings left after fixing
     left: list[Diagnostic] = field(default_factory=list)  # every finding left (at the floor)
+    not_fixed: list[NotFixed] = field(default_factory=list)  # left ones a fixer says why it left
 
     @property
     def changed(self) -> bool:
@@ -102,7 +144,7 @@ class FileFix:
 
 def compiles(data: bytes, path: str) -> bool:
     try:
-        compile(decode_source(data), path, "exec", dont_inherit=True)
+        compile_quietly(decode_source(data), path, flags=0)
     except (SyntaxError, ValueError, DecodeError):
         return False
     return True
@@ -112,14 +154,19 @@ def result_problem(data: bytes, path: str, *, must_compile: bool = True) -> str 
     """Why fixed bytes are unacceptable, or None. They must parse (libcst), and compile when the
     original did: libcst accepts some code CPython refuses (a module-level `return`), and a fix
     is not to blame for that."""
+    return _parsed_result(data, path, must_compile=must_compile)[1]
+
+
+def _parsed_result(data: bytes, path: str, *, must_compile: bool) -> tuple[cst.Module | None, str | None]:
+    """`result_problem`, with the tree it parsed when there is no problem (the next fixer's)."""
     try:
-        cst.parse_module(data)
+        module = cst.parse_module(data)
         if must_compile:
-            compile(decode_source(data), path, "exec", dont_inherit=True)
+            compile_quietly(decode_source(data), path, flags=0)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, DecodeError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"its result would not parse ({reason})"
-    return None
+        return None, f"its result would not parse ({reason})"
+    return module, None
 
 
 def first_difference(before: bytes, after: bytes) -> int:
@@ -218,32 +265,41 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     round_trip_checked = False  # libcst gives the original back byte for byte
     original_compiles: bool | None = None  # asked only when a fixer produced something
     current = data
+    # the text last parsed, its tree and model: valid for every fixer until one changes the text
+    # (on a large file a parse and a model cost seconds, and they used to be redone per fixer)
+    parsed: tuple[bytes, cst.Module, ModuleModel | None] | None = None
     for _round in range(MAX_ROUNDS):
         progressed = False
         for fixer in fixers:
             if fixer.name in dropped:
                 continue
             try:
-                module = cst.parse_module(current)
-                if not round_trip_checked and module.bytes != data:
-                    line = first_difference(data, module.bytes)
-                    result.errors.append(
-                        FileError(
-                            path,
-                            ErrorKind.INTERNAL,
-                            "not fixed: libcst does not reproduce this file byte for byte"
-                            f" (line {line} would change: a form feed, lone carriage return or"
-                            " stray BOM there?)",
-                            line=line,
+                if parsed is None or parsed[0] is not current:
+                    module = cst.parse_module(current)
+                    if not round_trip_checked and module.bytes != data:
+                        line = first_difference(data, module.bytes)
+                        result.errors.append(
+                            FileError(
+                                path,
+                                ErrorKind.INTERNAL,
+                                "not fixed: libcst does not reproduce this file byte for byte"
+                                f" (line {line} would change: a form feed, lone carriage return or"
+                                " stray BOM there?)",
+                                line=line,
+                            )
                         )
+                        return result
+                    round_trip_checked = True  # the later parses are of offlint's own output
+                    parsed = (current, module, None)
+                _, module, model = parsed
+                if model is None:
+                    model = ModuleModel(
+                        module, ModelOptions(capture_reachable=settings.capture_reachable)
                     )
-                    return result
-                round_trip_checked = True  # the later parses are of offlint's own output
-                model = ModuleModel(
-                    module, ModelOptions(capture_reachable=settings.capture_reachable)
-                )
+                    parsed = (current, module, model)
                 plan, used = fixer.plan(model, settings)
             except Exception as exc:  # one bad file never stops the run
+                parsed = None  # a model a fixer failed on is not handed to the next one
                 if current == data:
                     result.errors.append(parse_error(path, exc))
                     return result
@@ -258,7 +314,9 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
             if not plan:
                 continue
             try:
-                positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+                # where the changed statements are, not the whole module's positions (a full
+                # regeneration of a large file, seconds each time a fixer applies)
+                positions = locate(module, decode_source(current), [record.anchor for record in plan.records])
                 fixed = plan.apply(module).bytes
             except Exception as exc:  # e.g. RecursionError past the deep stack's limit
                 result.errors.append(
@@ -268,7 +326,7 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                 continue
             if original_compiles is None:
                 original_compiles = compiles(data, path)
-            problem = result_problem(fixed, path, must_compile=original_compiles)
+            fixed_module, problem = _parsed_result(fixed, path, must_compile=original_compiles)
             if problem is None:
                 outside = changed_outside(current, fixed, edited_spans(plan, positions))
                 if outside is not None:
@@ -294,6 +352,8 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
             )
             result.strategies.extend(used)
             current = fixed
+            if fixed_module is not None:  # parsed just now: the next fixer plans on it
+                parsed = (current, fixed_module, None)
             progressed = True
         if not progressed:
             break
@@ -315,4 +375,37 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     )
     result.left = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
     result.remaining = [d for d in result.left if d.fixable]
+    try:
+        result.not_fixed = _reasons(current, result.left, fixers, settings)
+    except Exception:  # the reasons are a courtesy: never lose the fix over them
+        result.not_fixed = []
     return result
+
+
+def _reasons(
+    data: bytes, left: list[Diagnostic], fixers: list[Fixer], settings: FixSettings
+) -> list[NotFixed]:
+    """Why each fixer leaves the findings of its rules that are still there: the fixers plan
+    once more on the final text and say, per finding, what stopped them."""
+    wanted = {(d.code, d.location.line): d for d in left if any(d.code in f.rules for f in fixers)}
+    if not wanted:
+        return []
+    module = cst.parse_module(data)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    model = ModuleModel(module, ModelOptions(capture_reachable=settings.capture_reachable))
+    found: dict[tuple[str, int], NotFixed] = {}
+    for fixer in fixers:
+        try:
+            plan, _ = fixer.plan(model, settings)
+        except Exception:  # a fixer that cannot plan gives no reason; its error is reported
+            continue
+        for code, node, reason in plan.not_fixed:
+            where = positions.get(node)
+            key = (code, where.start.line if where is not None else 0)
+            if key not in wanted:
+                continue
+            if key not in found:
+                found[key] = NotFixed(wanted[key], reason)
+            elif reason not in found[key].reason:  # each fixer that looked says why it left it
+                found[key] = NotFixed(wanted[key], f"{found[key].reason}; {reason}")
+    return sorted(found.values(), key=lambda n: n.diagnostic.sort_key)

@@ -215,6 +215,10 @@ def run_fix(
                         {"code": d.code, "line": d.location.line, "message": d.message}
                         for d in r.remaining
                     ],
+                    "not_fixed": [
+                        {"code": n.diagnostic.code, "line": n.diagnostic.location.line, "reason": n.reason}
+                        for n in r.not_fixed
+                    ],
                     "left": [
                         {"code": d.code, "line": d.location.line, "confidence": d.confidence.value}
                         for d in r.left
@@ -230,7 +234,7 @@ def run_fix(
                     ),
                 }
                 for r in results
-                if r.changed or r.errors or r.notes or r.remaining or r.left
+                if r.changed or r.errors or r.notes or r.remaining or r.left or r.not_fixed
             ],
             "errors": [
                 {"path": printable(e.path), "kind": e.kind.value, "message": printable(e.message)}
@@ -272,8 +276,13 @@ def _text_summary(
             )
         for note in r.notes:
             click.echo(f"{printable(r.path)}: note: {note}", err=True)
+        explained = {(n.diagnostic.code, n.diagnostic.location.line) for n in r.not_fixed}
+        for n in r.not_fixed:
+            where = f"{printable(r.path)}:{n.diagnostic.location.line}"
+            click.echo(f"{where}: {n.diagnostic.code} not fixed: {n.reason}", err=True)
         for d in r.remaining:
-            click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
+            if (d.code, d.location.line) not in explained:
+                click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
     for error in run_errors + [e for r in results for e in r.errors]:
         click.echo(f"offlint: error: {printable(error.one_line())}", err=True)
     changed = [r for r in results if r.changed]

@@ -63,9 +63,23 @@ class StatementPlan:
         self._ops: dict[cst.CSTNode, _Ops] = {}
         self.records: list[_Record] = []
         self.notes: list[str] = []
+        # findings the fixer looked at and leaves: (rule code, the finding's node, why)
+        self.not_fixed: list[tuple[str, cst.CSTNode, str]] = []
+        self._imports: list[str] = []  # modules `import`ed when the plan applies
 
     def __bool__(self) -> bool:
-        return bool(self._ops)
+        return bool(self._ops) or bool(self._imports)
+
+    def need_import(
+        self, module: str, anchor: cst.BaseStatement | None, rules: tuple[str, ...], title: str
+    ) -> None:
+        """`import <module>`, added (once, where imports go) by libcst's AddImportsVisitor; the
+        anchor is the statement it lands next to, for the report."""
+        if module in self._imports:
+            return
+        self._imports.append(module)
+        if anchor is not None:
+            self.records.append(_Record(anchor, rules, title))
 
     def _at(self, anchor: cst.CSTNode) -> _Ops:
         return self._ops.setdefault(anchor, _Ops())
@@ -107,6 +121,14 @@ class StatementPlan:
             ops = {anchor: _in_newline_style(op, module.default_newline) for anchor, op in ops.items()}
         result = module.visit(_PlanApplier(ops))
         assert isinstance(result, cst.Module)
+        if self._imports:
+            from libcst.codemod import CodemodContext
+            from libcst.codemod.visitors import AddImportsVisitor
+
+            context = CodemodContext()
+            for name in self._imports:
+                AddImportsVisitor.add_needed_import(context, name)
+            result = AddImportsVisitor(context).transform_module(result)
         return result
 
     def edits(
@@ -167,6 +189,12 @@ class _PlanApplier(cst.CSTTransformer):
     def __init__(self, ops: dict[cst.CSTNode, _Ops]) -> None:
         super().__init__()
         self.ops = ops
+        # no statement is inside an expression: when every change is at a statement, the walk
+        # skips expressions, which on a file with a large literal were most of the pass's time
+        self.skip_expressions = all(isinstance(a, cst.BaseStatement | cst.BaseSmallStatement) for a in ops)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not (self.skip_expressions and isinstance(node, cst.BaseExpression))
 
     def on_leave(  # type: ignore[override]  # libcst types it per node type; this is any node
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode

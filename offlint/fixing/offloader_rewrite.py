@@ -25,7 +25,7 @@ import libcst as cst
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk
-from offlint.analysis.torch_api import CAPTURE_TESTS
+from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan, leading_lines_of, statements
 from offlint.fixing.shape import (
     OffloaderShape,
@@ -52,7 +52,7 @@ def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan
     shape (for the report)."""
     plan = StatementPlan()
     used: list[str] = []
-    spelling = _CaptureTestSpelling(model, plan)
+    spelling = CaptureTestSpelling(model, plan)
     for shape in find_shapes(model):
         if not shape.hazards:
             continue
@@ -82,48 +82,6 @@ def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan
 
 
 # ----------------------------------------------------------------------------- shared pieces
-
-
-class _CaptureTestSpelling:
-    """How this module spells `torch.cuda.is_current_stream_capturing()`; adds `import torch`
-    (once) when the module has no usable spelling."""
-
-    def __init__(self, model: ModuleModel, plan: StatementPlan) -> None:
-        self.model = model
-        self.plan = plan
-        self._text: str | None = None
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = self._find()
-        return self._text
-
-    def _find(self) -> str:
-        for site in self.model.all_calls():
-            if site.callee in CAPTURE_TESTS and not site.node.args:
-                return self.model.module.code_for_node(site.node.func) + "()"
-        if self.model.resolver.bindings.get("torch") != "torch":
-            self._add_import()
-        return "torch.cuda.is_current_stream_capturing()"
-
-    def _add_import(self) -> None:
-        body = list(self.model.module.body)
-        anchor = None
-        for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
-            ):
-                anchor = stmt
-            elif anchor is not None or not is_docstring(stmt):
-                break
-        new = statements("import torch\n")
-        if anchor is not None:
-            self.plan.insert_after(anchor, new, ("OFL101",), "import torch (for the capture test)")
-        elif body:
-            self.plan.insert_before(
-                body[0], new, ("OFL101",), "import torch (for the capture test)"
-            )
 
 
 def _substitute(
@@ -317,7 +275,7 @@ def _plan_tagged_wait(
 
 
 def _plan_overlap(
-    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: _CaptureTestSpelling
+    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: CaptureTestSpelling
 ) -> None:
     capturing = spelling.text
     _strip_capture_branches(
@@ -439,7 +397,7 @@ def _plan_join(
     model: ModuleModel,
     shape: OffloaderShape,
     plan: StatementPlan,
-    spelling: _CaptureTestSpelling,
+    spelling: CaptureTestSpelling,
     missing: str,
 ) -> str:
     """Overlap without a forward-start hook (vLLM's shape): the wrap-around prefetch stays for
@@ -555,7 +513,7 @@ def _fresh_local(fn: FunctionInfo, wanted: str) -> str:
 
 
 def _plan_inline(
-    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: _CaptureTestSpelling
+    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: CaptureTestSpelling
 ) -> None:
     capturing = spelling.text
     tensors = f"self.{shape.tensors_attr}"

@@ -1,0 +1,241 @@
+"""A wait on an event recorded in another call, whose producer cannot be re-issued there
+(OFL101, OFL202): make the event external where it is made.
+
+`torch.cuda.Event(external=True)`: its record and wait become graph nodes on the live event, so a
+wait inside a capture after an eager record, a record in one graph and a wait in another, and an
+eager wait after a replay all capture and replay (shared/GROUND-TRUTH.md section 1; Megatron-LM's
+offloading relies on it). Eager behaviour is unchanged. Inside a graph the wait now waits, at
+each replay, on whatever last recorded the event (the eager producer, or another graph), not on
+the record seen at capture time: correct when the producer runs before each replay, as the
+original code intended; the tensors the producer writes must stay at the addresses the graph
+reads (OFL201/OFL203 say where they do not). Unsafe for that reason.
+
+Follows the event from the wait back to every place it is made (`self.E`, `self.E[i]`, a local,
+a module global; lists and comprehensions of them; `.append(...)`). Each must be a constructor
+call; an event made elsewhere (handed in, popped from a pool, `stream.record_event()`) is left,
+with that reason, and so is one the module never records (its producer is not in view). Runs
+after `event_handoff.py`, on the findings it left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+from libcst import matchers as m
+
+from offlint.analysis.facts import is_parameter
+from offlint.analysis.kinds import self_attribute
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.syntax import walk
+from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
+from offlint.diagnostics import Confidence
+from offlint.fixing.edits import StatementPlan
+from offlint.fixing.findings import findings, site_of
+
+RULES = ("OFL101", "OFL202")
+_EXTERNAL = m.Arg(keyword=m.Name("external"))
+
+
+def plan_external_events(model: ModuleModel, floor: Confidence) -> StatementPlan:
+    plan = StatementPlan()
+    by_statement: dict[cst.BaseStatement, list[cst.Call]] = {}
+    for found in findings(model, RULES, floor):
+        site = site_of(model, found.node)
+        if site is None:
+            continue
+        made = _constructors(model, site)
+        if isinstance(made, str):
+            plan.not_fixed.append((found.code, found.node, made))
+            continue
+        for call in made:
+            statement = _statement_of(model, call)
+            if statement is None:
+                plan.not_fixed.append((found.code, found.node, "the event is made outside any statement"))
+                break
+            calls = by_statement.setdefault(statement, [])
+            if not any(c is call for c in calls):
+                calls.append(call)
+    for statement, calls in by_statement.items():
+        marked = statement.visit(_MarkExternal(calls))
+        assert isinstance(marked, cst.BaseStatement)
+        plan.replace(
+            statement,
+            marked,
+            RULES,
+            "make the event external: its wait is legal across capture boundaries",
+        )
+    return plan
+
+
+class _MarkExternal(cst.CSTTransformer):
+    def __init__(self, calls: list[cst.Call]) -> None:
+        super().__init__()
+        self.calls = calls
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        if not any(c is original_node for c in self.calls):
+            return updated_node
+        if any(m.matches(arg, _EXTERNAL) for arg in updated_node.args):
+            return updated_node
+        args = list(updated_node.args)
+        if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(cst.Arg(keyword=cst.Name("external"), value=cst.Name("True"), equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        )))
+        return updated_node.with_changes(args=args)
+
+
+def _statement_of(model: ModuleModel, node: cst.CSTNode) -> cst.BaseStatement | None:
+    best = None
+    for stmt in walk(model.module):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(n is node for n in walk(stmt)):
+            return stmt
+        if isinstance(stmt, cst.BaseCompoundStatement) and any(n is node for n in walk(stmt)):
+            best = stmt
+    return best
+
+
+def _constructors(model: ModuleModel, site: CallSite) -> list[cst.Call] | str:
+    """Every constructor call the waited event comes from, or why they cannot all be found."""
+    event = site.receiver if site.method == "wait" else site.node.args[0].value
+    assert event is not None
+    fn = site.function
+    values = _bindings(model, fn, event)
+    if isinstance(values, str):
+        return values
+    made: list[cst.Call] = []
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, cst.Name) and value.value == "None":
+            continue
+        if isinstance(value, cst.Call) and model.qualname(value.func) in EVENT_CONSTRUCTORS:
+            made.append(value)
+        elif isinstance(value, cst.List | cst.Tuple | cst.Set):  # `[]`/`{}`: filled elsewhere
+            stack.extend(e.value for e in value.elements)
+        elif isinstance(value, cst.Dict):
+            stack.extend(e.value for e in value.elements if isinstance(e, cst.DictElement))
+        elif isinstance(value, cst.ListComp | cst.GeneratorExp):
+            stack.append(value.elt)
+        elif isinstance(value, cst.DictComp):
+            stack.append(value.value)
+        elif isinstance(value, cst.IfExp):
+            stack.extend((value.body, value.orelse))
+        elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+            stack.extend(s for s in (value.left, value.right) if not isinstance(s, cst.Integer | cst.Name))
+        else:
+            return f"`{model.code_for(event)}` is made by `{_short(model.code_for(value))}`, not an event constructor of this module"
+    if not made:
+        return f"no event constructor for `{model.code_for(event)}` in this module"
+    if not _recorded_in_view(model, fn, event):
+        return (
+            f"`{model.code_for(event)}` is never recorded in this module: whether its producer "
+            "suits an external event is not in view"
+        )
+    return made
+
+
+def _recorded_in_view(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -> bool:
+    """Some call of the module records the event: `<same storage>.record(...)` (by its `self.`
+    attribute or name, subscripts aside), or a local recorded and then stored there."""
+    base = _unsubscripted(event)
+    attr = self_attribute(base)
+    name = base.value if isinstance(base, cst.Name) else None
+
+    def same(expr: cst.BaseExpression) -> bool:
+        inner = _unsubscripted(expr)
+        if attr is not None:
+            return self_attribute(inner) == attr
+        return name is not None and isinstance(inner, cst.Name) and inner.value == name
+
+    for scope in model.functions:
+        if attr is not None and scope.cls is not fn.cls:
+            continue
+        recorded = {
+            site.receiver.value
+            for site in scope.calls
+            if site.method == "record" and isinstance(site.receiver, cst.Name)
+        }
+        for site in scope.calls:
+            if site.method == "record" and site.receiver is not None and same(site.receiver):
+                return True
+        for assign in scope.assignments:  # `ev.record(); self.E[i] = ev`
+            if isinstance(assign.value, cst.Name) and assign.value.value in recorded and any(same(t) for t in assign.targets):
+                return True
+    return False
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 50 else text[:47] + "..."
+
+
+def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -> list[cst.BaseExpression] | str:
+    base = event
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    attr = self_attribute(base)
+    if attr is not None:
+        if fn.cls is None:
+            return f"`{model.code_for(event)}` is an attribute of an object this code does not define"
+        scopes = [f for f in model.functions if f.cls is fn.cls]
+        return _stored(model, scopes, lambda t: self_attribute(t) == attr)
+    if not isinstance(base, cst.Name):
+        return f"`{model.code_for(event)}` belongs to another object (made where this module cannot see)"
+    name = base.value
+    scope: FunctionInfo | None = fn
+    while scope is not None:
+        if is_parameter(scope, name):
+            return f"`{model.code_for(event)}` is handed in by the caller of `{scope.qualname}`"
+        found = _stored(model, [scope], lambda t: isinstance(t, cst.Name) and t.value == name)
+        if found:
+            return found
+        scope = scope.parent
+    found = [
+        stmt.value
+        for line in model.module.body
+        if isinstance(line, cst.SimpleStatementLine)
+        for stmt in line.body
+        if isinstance(stmt, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets)
+    ]
+    return found or f"`{name}` is bound where this module cannot see"
+
+
+def _stored(
+    model: ModuleModel, scopes: list[FunctionInfo], matches: Callable[[cst.BaseExpression], bool]
+) -> list[cst.BaseExpression] | str:
+    found: list[cst.BaseExpression] = []
+    for scope in scopes:
+        for assign in scope.assignments:
+            for target in assign.targets:
+                inner = target
+                while isinstance(inner, cst.Subscript):
+                    inner = inner.value
+                if matches(inner):
+                    if assign.value is None:
+                        return "the event is bound by an augmented assignment"
+                    found.append(assign.value)
+                elif isinstance(target, cst.Tuple | cst.List) and any(
+                    matches(_unsubscripted(e.value)) for e in target.elements
+                ):
+                    return f"the event is unpacked from `{_short(model.code_for(assign.value))}`" if assign.value is not None else "the event is unpacked"
+        for site in scope.calls:
+            if (
+                site.method in ("append", "insert", "extend", "add")
+                and site.receiver is not None
+                and site.node.args
+                and matches(_unsubscripted(site.receiver))
+            ):
+                found.append(site.node.args[-1].value)
+        for node in walk(scope.node.body):  # `for ev in ...:` binds it from something unseen
+            if isinstance(node, cst.For) and any(matches(n) for n in walk(node.target) if isinstance(n, cst.Name)):
+                return f"the event is a loop variable over `{_short(model.code_for(node.iter))}`"
+    return found
+
+
+def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return expr

@@ -1,0 +1,45 @@
+"""The findings a fixer acts on: the rule's own findings on the model the fixer plans on, at the
+confidence floor `check` shows, with the node each was reported at. A fixer starts from these
+(the wait call of an OFL101 finding, the fork of an OFL103 one) and never re-detects a hazard by
+its spelling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from offlint.analysis.model import CallSite, ModuleModel
+from offlint.analysis.reachability import finding_reach
+from offlint.analysis.rule import Rule
+from offlint.diagnostics import Confidence
+
+
+@dataclass(frozen=True)
+class Found:
+    code: str
+    node: cst.CSTNode
+    confidence: Confidence
+
+
+def _rule(code: str) -> Rule:
+    from offlint.analysis.rules import all_rules
+
+    return all_rules()[code]()
+
+
+def findings(model: ModuleModel, codes: tuple[str, ...], floor: Confidence) -> Iterator[Found]:
+    """The findings of rules `codes` on `model` that `check` shows at `floor`."""
+    for code in codes:
+        rule = _rule(code)
+        for finding in rule.find(model):
+            confidence, _ = finding_reach(model, finding.node, rule.explains_reachability)
+            confidence = finding.confidence or confidence
+            if confidence.at_least(floor):
+                yield Found(code, finding.node, confidence)
+
+
+def site_of(model: ModuleModel, node: cst.CSTNode) -> CallSite | None:
+    """The call site whose call is `node`."""
+    return next((site for site in model.all_calls() if site.node is node), None)

@@ -1,0 +1,189 @@
+"""A fork not joined in the same call (OFL103), with no consumer to join at: join it, while
+capturing, where the forked work ends.
+
+Starts from each finding's fork (`side.wait_stream(cur)`, `side.wait_event(ev)` after
+`ev.record(cur)`) and puts `cur.wait_stream(side)` under `if is_current_stream_capturing():` after
+the last statement of the block that holds the fork and the work that follows it (before a final
+`return`). A fork made under `if <test>:` whose work follows that branch is joined under the
+same test. Eager runs are unchanged (the join only runs while capturing, and joins the callers
+still make keep running); a capture no longer ends with the fork open; inside the graph the work
+after the join waits for the forked work, so the overlap past this call is lost there. When
+the fork's own call hands its result on (an early `return`, a `yield`), there is no single end to
+join at and the finding is left, with that reason.
+
+Forks whose work a later call consumes through an event are `event_handoff.py`'s (the consumer
+joins them): this fixer runs after it, on what is left. A fork another method of the class joins
+(`cur.wait_stream(self.side)`) is left with that reason: a join at the end of the forking call
+would give up the overlap of every prefetch inside graphs, where one at that consumer keeps it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.helpers import parse_template_statement
+
+from offlint.analysis.facts import fork_key, is_join_of
+from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.syntax import same_code, walk
+from offlint.diagnostics import Confidence
+from offlint.fixing.capture_test import CaptureTestSpelling
+from offlint.fixing.edits import StatementPlan
+from offlint.fixing.findings import findings, site_of
+
+RULES = ("OFL103",)
+
+
+def plan_fork_joins(model: ModuleModel, floor: Confidence) -> StatementPlan:
+    plan = StatementPlan()
+    spelling = CaptureTestSpelling(model, plan, RULES)
+    anchored: set[int] = set()
+    for found in findings(model, RULES, floor):
+        site = site_of(model, found.node)
+        if site is None:
+            continue
+        placed = _join(model, site, spelling)
+        if isinstance(placed, str):
+            plan.not_fixed.append((found.code, found.node, placed))
+            continue
+        anchor, before, join = placed
+        if id(anchor) in anchored:
+            plan.not_fixed.append((found.code, found.node, "a second fork ends where another is joined"))
+            continue
+        anchored.add(id(anchor))
+        title = "join the fork while capturing where its work ends (overlap past this call is lost in graphs)"
+        if before:
+            plan.insert_before(anchor, [join], RULES, title)
+        else:
+            plan.insert_after(anchor, [join], RULES, title)
+    return plan
+
+
+def _consumer(model: ModuleModel, site: CallSite) -> FunctionInfo | None:
+    """Another method of the class that joins the forked stream (`cur.wait_stream(self.side)`):
+    the consumer, where a join keeps the overlap."""
+    fn = site.function
+    key = fork_key(model, site)
+    if fn.cls is None or key is None:
+        return None
+    for method in fn.cls.methods.values():
+        if method is fn:
+            continue
+        for join in method.calls:
+            if join.method == "wait_stream" and is_join_of(model, join, key):
+                return method
+    return None
+
+
+def _current_stream(model: ModuleModel, site: CallSite) -> cst.BaseExpression | str:
+    """The stream the fork waits on: `cur` of `side.wait_stream(cur)`, or the stream `ev` was
+    recorded on for `side.wait_event(ev)`."""
+    if site.method == "wait_stream" and site.node.args:
+        return site.node.args[0].value
+    if site.method == "wait_event" and site.node.args:
+        event = site.node.args[0].value
+        for record in site.function.calls:
+            if (
+                record.order < site.order
+                and record.method == "record"
+                and record.receiver is not None
+                and same_code(record.receiver, event)
+            ):
+                if record.node.args:
+                    return record.node.args[0].value
+                return cst.parse_expression("torch.cuda.current_stream()")
+        return f"the stream `{model.code_for(event)}` was recorded on is not in this call"
+    return "not a fork this fixer knows (`wait_stream`/`wait_event`)"
+
+
+def _suite_of(fn: FunctionInfo, line: cst.BaseStatement) -> tuple[cst.IndentedBlock, cst.CSTNode] | None:
+    """The block holding `line` directly, and the statement (or function) that owns the block."""
+    for owner in walk(fn.node):
+        if owner is not fn.node and isinstance(owner, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            continue
+        for block in _blocks(owner):
+            if any(s is line for s in block.body):
+                return block, owner
+    return None
+
+
+def _blocks(owner: cst.CSTNode) -> list[cst.IndentedBlock]:
+    found = []
+    for name in ("body", "orelse", "finalbody"):
+        child = getattr(owner, name, None)
+        if isinstance(child, cst.IndentedBlock):
+            found.append(child)
+        elif isinstance(child, cst.Else | cst.Finally) and isinstance(child.body, cst.IndentedBlock):
+            found.append(child.body)
+    return found
+
+
+def _statement_of(fn: FunctionInfo, node: cst.CSTNode) -> cst.BaseStatement | None:
+    best = None
+    for stmt in walk(fn.node.body):
+        if isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement) and any(n is node for n in walk(stmt)):
+            best = stmt
+    return best
+
+
+def _join(
+    model: ModuleModel, site: CallSite, spelling: CaptureTestSpelling
+) -> tuple[cst.BaseStatement, bool, cst.BaseStatement] | str:
+    fn = site.function
+    side = site.receiver
+    assert side is not None
+    consumer = _consumer(model, site)
+    if consumer is not None:
+        return (
+            f"`{consumer.qualname}` joins `{model.code_for(side)}` in a later call: the join belongs "
+            "there (tagged with the capture it was forked in, as OFL102's fix) to keep the overlap"
+        )
+    current = _current_stream(model, site)
+    if isinstance(current, str):
+        return current
+    line = _statement_of(fn, site.node)
+    found = _suite_of(fn, line) if line is not None else None
+    if line is None or found is None:
+        return "the fork is not a statement of its own in a block"
+    block, owner = found
+    condition: cst.BaseExpression | None = None
+    if block.body[-1] is line and isinstance(owner, cst.If) and owner.orelse is None:
+        # `if test: side.wait_stream(cur)` with the work after the branch: join under the test
+        outer = _suite_of(fn, owner)
+        if outer is None:
+            return "the fork ends its branch and the branch's block cannot be found"
+        condition = owner.test
+        line, (block, owner) = owner, outer
+    if block.body[-1] is line:
+        return f"nothing follows the fork in `{fn.qualname}`: its work is issued by another call"
+    after = list(block.body)[list(block.body).index(line) + 1 :]
+    last = after[-1]
+    final_return = isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in last.body)
+    checked = after[:-1] if final_return else after
+    for stmt in checked:
+        for node in walk(stmt):
+            if isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                continue
+            if isinstance(node, cst.Return | cst.Yield):
+                return (
+                    f"`{fn.qualname}` can leave after the fork before its work ends (a `return` or `yield` "
+                    "inside): no single place to join"
+                )
+    test = spelling.call() if condition is None else cst.BooleanOperation(
+        left=spelling.call(),
+        operator=cst.And(),
+        right=condition.deep_clone().with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if isinstance(condition, cst.BooleanOperation)
+        else condition.deep_clone(),
+    )
+    join = parse_template_statement(
+        "if {test}:\n    {current}.wait_stream({side})\n",
+        test=test,
+        current=current.deep_clone(),
+        side=side.deep_clone(),
+    ).with_changes(
+        leading_lines=[
+            cst.EmptyLine(comment=cst.Comment("# While capturing, join the fork before this call ends: a capture must not end")),
+            cst.EmptyLine(comment=cst.Comment("# with it open. Eager runs join it where they always did.")),
+        ]
+    )
+    return last, final_return, join
