@@ -15,10 +15,10 @@ from offlint.analysis.callgraph import (
     IndexEntry,
     ModuleIndex,
 )
-from offlint.analysis.facts import capture_aware_joins
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind
 from offlint.analysis.reachability import HOOK_REASON, reach_root
+from offlint.analysis.streams import capture_aware_joins
 from offlint.diagnostics import Confidence
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import libcst as cst
 from libcst.helpers import parse_template_statement
 
-from offlint.analysis.facts import fork_key, is_join_of
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
+from offlint.analysis.streams import fork_key, is_join_of
 from offlint.analysis.syntax import same_code, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling

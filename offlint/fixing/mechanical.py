@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from offlint.analysis.facts import innermost_side_scope
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 from offlint.analysis.reachability import finding_reach
+from offlint.analysis.streams import innermost_side_scope
 from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CURRENT_STREAM
 from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping, guarded_by_validity_flag
+from offlint.analysis.closures import recorded_in_enclosing_call
 from offlint.analysis.events import handed_in_by_caller, is_external_event, recorded_into_local
 from offlint.analysis.facts import (
     is_event,
     local_name,
     recorded_earlier_in_call,
-    recorded_in_enclosing_call,
     recorded_locally_before,
     storage_of,
 )

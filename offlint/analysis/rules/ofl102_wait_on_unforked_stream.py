@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from offlint.analysis.capture_tags import fork_handed_over, guarded_by_capture_bookkeeping
-from offlint.analysis.facts import (
+from offlint.analysis.kinds import self_attribute
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.streams import (
     StreamRole,
     forked_before,
     forked_by_sibling,
@@ -13,9 +16,6 @@ from offlint.analysis.facts import (
     stream_key,
     stream_role,
 )
-from offlint.analysis.kinds import self_attribute
-from offlint.analysis.model import ModuleModel
-from offlint.analysis.rule import Finding, Rule, code_of
 
 
 class WaitOnUnforkedStream(Rule):

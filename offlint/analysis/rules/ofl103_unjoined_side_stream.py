@@ -6,7 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from offlint.analysis.facts import (
+from offlint.analysis.closures import joined_within_enclosing_call
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.program import CallSite, FunctionInfo
+from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.streams import (
     StreamRole,
     capture_aware_joins,
     fork_handed_to_a_join,
@@ -14,12 +18,8 @@ from offlint.analysis.facts import (
     handed_to_host_waiter,
     joined_after,
     joined_by_sibling,
-    joined_within_enclosing_call,
     stream_role,
 )
-from offlint.analysis.model import ModuleModel
-from offlint.analysis.program import CallSite, FunctionInfo
-from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes, same_code
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from offlint.analysis.facts import (
+from offlint.analysis.model import ModuleModel
+from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.streams import (
     StreamRole,
     fork_key,
     forked_before,
@@ -12,8 +14,6 @@ from offlint.analysis.facts import (
     stream_key,
     stream_role,
 )
-from offlint.analysis.model import ModuleModel
-from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.torch_api import STREAM_CONTEXTS
 
 

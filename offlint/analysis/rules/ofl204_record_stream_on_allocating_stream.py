@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from offlint.analysis.facts import current_stream_scope
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import CallSite, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.streams import current_stream_scope
 from offlint.analysis.syntax import same_code
 from offlint.diagnostics import Confidence
 

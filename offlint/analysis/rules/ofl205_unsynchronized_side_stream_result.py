@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from offlint.analysis.facts import called_function, switches_stream
+from offlint.analysis.facts import called_function
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import CallSite, FunctionInfo, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.streams import switches_stream
 from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import (
     ALLOCATORS,
