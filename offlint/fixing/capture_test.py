@@ -11,6 +11,7 @@ import libcst as cst
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.torch_api import CAPTURE_TESTS
 from offlint.fixing.edits import StatementPlan
+from offlint.fixing.shape import is_docstring
 
 _DEFAULT = "torch.cuda.is_current_stream_capturing"
 
@@ -50,17 +51,9 @@ class CaptureTestSpelling:
                 isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
             ):
                 anchor = stmt
-            elif anchor is not None or not _is_docstring(stmt):
+            elif anchor is not None or not is_docstring(stmt):
                 break
         if anchor is None and self.model.module.body:
             return self.model.module.body[0]
         return anchor
 
-
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )

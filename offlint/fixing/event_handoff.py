@@ -378,14 +378,6 @@ def _init_anchor(init: FunctionInfo, attr: str, producer: str) -> cst.BaseStatem
     return previous
 
 
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
-
 
 def _comment(text: str) -> cst.EmptyLine:
     return cst.EmptyLine(comment=cst.Comment(text))
