@@ -23,6 +23,15 @@ Properties, for every input:
   libcst would not reproduce the file byte for byte is counted (`fix-refused-round-trip`), not a
   failure: that refusal is the guarantee.
 
+A long run can be made in chunks and added up (the same inputs as one run: each chunk's --seed
+starts where the previous one ended, and chunk sizes are multiples of 50):
+
+    for seed in 100 4100 8100; do .venv/bin/python benchmarks/fuzz.py --inputs 4000 --seed $seed --out /tmp/fuzz-$seed; done
+    .venv/bin/python benchmarks/fuzz.py --merge /tmp/fuzz-*.json --out benchmarks/results/fuzz-12k
+
+SIGTERM or Ctrl-C stops a run and writes what it finished (by 50-input chunk), marked
+`stopped_early` with the number of inputs it was asked for.
+
 The generator is shared with tests/test_fuzz.py (a short, bounded run in CI).
 """
 
@@ -41,10 +50,11 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from offlint.analysis.engine import FileSettings
@@ -244,9 +254,24 @@ REAL_WINDOW_LINES = 200  # a larger file is cut to a window of about this many l
 def real_corpus() -> list[str]:
     found = []
     for name in REAL_FILES:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            found.append((TREES / name).read_text(encoding="utf-8"))
+        for path in _real_paths(name)[:1]:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                found.append(path.read_text(encoding="utf-8"))
     return found
+
+
+def _real_paths(name: str) -> list[Path]:
+    """Where REAL_FILES' `tree/src/package/file.py` is: as named (a wheel's tree), or under the
+    folder a source release unpacks into (`tree/src/tree/...`, `tree/src/tree/src/...`)."""
+    tree, _, inside = name.partition("/src/")
+    if (TREES / name).is_file():
+        return [TREES / name]
+    return sorted(
+        path
+        for pattern in (f"src/*/{inside}", f"src/*/src/{inside}")
+        for path in (TREES / tree).glob(pattern)
+        if path.is_file()
+    )
 
 
 def _window(r: random.Random, text: str) -> str:
@@ -348,7 +373,8 @@ def hypothesmith_programs(seed: int, count: int) -> list[str]:
         if len(found) < count and source not in found:
             found.append(source)
 
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception), warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # hypothesmith compiles what it draws
         collect()
     return found
 
@@ -407,6 +433,15 @@ BYSTANDER = (
 PRINTED_WITH_INPUT = frozenset({"front-ends-differ"})
 
 
+def _compile(data: bytes, name: str) -> None:
+    """CPython's compile of an input, without printing its warnings about the input's code
+    (`'set' object is not subscriptable; perhaps you missed a comma?`) into the run's output."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        compile(data, name, "exec", dont_inherit=True)
+
+
 def _newline(data: bytes) -> bytes:
     """CRLF for a file whose every line ends in CRLF; LF otherwise (mixed files included)."""
     crlf = data.count(b"\r\n")
@@ -450,7 +485,7 @@ def failures_for(
     nl = _newline(data)
     dressed = data + (b"" if data.endswith((b"\n", b"\r")) or not data else nl) + BYSTANDER.replace(b"\n", nl)
     try:
-        compile(dressed, name, "exec", dont_inherit=True)
+        _compile(dressed, name)
         compiles = True
     except Exception:  # libcst accepts some code CPython refuses (`return` outside a function)
         compiles = False
@@ -474,7 +509,7 @@ def failures_for(
     try:
         cst.parse_module(first.fixed)
         if compiles:
-            compile(first.fixed, name, "exec", dont_inherit=True)
+            _compile(first.fixed, name)
     except Exception as exc:
         return [*found, ("fix-unparseable", f"{type(exc).__name__}: {exc}".splitlines()[0])]
     if not first.fixed.endswith(BYSTANDER.replace(b"\n", nl)):
@@ -675,44 +710,18 @@ def _visible(line: str) -> str:
     return "".join(c if c.isprintable() or c == "\t" else ascii(c)[1:-1] for c in line)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--fix-every", type=int, default=1, help="run the fix properties on every Nth input")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--out", type=Path, help="write OUT.txt and OUT.json")
-    parser.add_argument(
-        "--origins",
-        default="",
-        help="weights of the input kinds, e.g. generated:1,mutated:1,real:3,hypothesmith:3"
-        " (default: half generated, half mutated fixtures and examples)",
-    )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds before an input counts as a hang")
-    args = parser.parse_args(argv)
-    weights = _weights(args.origins)
+class _Stopped(Exception):
+    """SIGTERM or SIGINT: stop taking results and report what ran."""
 
-    numbers = list(range(args.seed, args.seed + args.inputs))
-    jobs = []
-    for chunk in (numbers[i : i + 50] for i in range(0, len(numbers), 50)):
-        fix_part = [n for n in chunk if (n - args.seed) % args.fix_every == 0]
-        rest = [n for n in chunk if (n - args.seed) % args.fix_every != 0]
-        if fix_part:
-            jobs.append((fix_part, True, weights, args.timeout))
-        if rest:
-            jobs.append((rest, False, weights, args.timeout))
-    started = time.perf_counter()
-    results: list[Result] = []
-    crashed: list[int] = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(_run_chunk, job): job for job in jobs}
-        for future, job in futures.items():
-            try:
-                results.extend(future.result())
-            except BrokenProcessPool:  # a worker itself died: its chunk is lost, counted as crashes
-                crashed.extend(job[0])
-    elapsed = time.perf_counter() - started
 
+def _stop(signum: int, _frame: object) -> None:
+    raise _Stopped(signal.Signals(signum).name)
+
+
+def summarize(
+    results: list[Result], crashed: list[int], *, command: str, elapsed: float, planned: int, stopped: str | None
+) -> dict[str, object]:
+    """The JSON summary of a run (or of the part of it that ran before `stopped`)."""
     by_kind: collections.Counter[str] = collections.Counter()
     by_origin: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[dict[str, object]]] = collections.defaultdict(list)
@@ -734,8 +743,8 @@ def main(argv: list[str] | None = None) -> int:
         failed_inputs += 1
         examples["process-crash"].append({"input": n})
     slowest = sorted(results, key=lambda r: -r[3])[:5]
-    summary = {
-        "command": "python benchmarks/fuzz.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    summary: dict[str, object] = {
+        "command": command,
         "inputs": len(results) + len(crashed),
         "inputs_by_origin": dict(by_origin),
         "fix_properties_checked_on": fixed_checked,
@@ -745,29 +754,146 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(elapsed, 1),
         "slowest_inputs": [{"input": r[0], "seconds": round(r[3], 2)} for r in slowest],
     }
+    if stopped is not None:
+        summary["stopped_early"] = [{"command": command, "signal": stopped, "inputs_planned": planned}]
+    return summary
+
+
+def merge(summaries: list[dict[str, Any]], command: str) -> dict[str, Any]:
+    """One summary for runs that together cover a larger one (chunks of a long run): counts
+    added up, the first five examples of each kind kept, the five slowest inputs of all."""
+
+    def added(key: str) -> dict[str, int]:
+        total: collections.Counter[str] = collections.Counter()
+        for summary in summaries:
+            total.update(summary[key])
+        return dict(total)
+
+    examples: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for summary in summaries:
+        for kind, kind_examples in summary["examples"].items():
+            examples[kind] += kind_examples[: 5 - len(examples[kind])]
+    slowest = sorted((s for summary in summaries for s in summary["slowest_inputs"]), key=lambda s: -s["seconds"])
+    merged: dict[str, Any] = {
+        "command": command,
+        "parts": [summary["command"] for summary in summaries],
+        "inputs": sum(summary["inputs"] for summary in summaries),
+        "inputs_by_origin": added("inputs_by_origin"),
+        "fix_properties_checked_on": sum(summary["fix_properties_checked_on"] for summary in summaries),
+        "failed_inputs": sum(summary["failed_inputs"] for summary in summaries),
+        "failures_by_kind": added("failures_by_kind"),
+        "examples": dict(examples),
+        "seconds": round(sum(summary["seconds"] for summary in summaries), 1),
+        "slowest_inputs": slowest[:5],
+    }
+    stopped = [summary for summary in summaries if "stopped_early" in summary]
+    if stopped:
+        merged["stopped_early"] = [stop for s in stopped for stop in s["stopped_early"]]
+    return merged
+
+
+def render_text(summary: dict[str, Any], *, title: str, timeout: float) -> str:
     lines = [
-        f"fuzz: {summary['inputs']} inputs (seed {args.seed}) in {summary['seconds']} s",
-        "  by origin: " + ", ".join(f"{k} {v}" for k, v in sorted(by_origin.items())),
-        f"  fix properties checked on {fixed_checked} inputs (the others: check only)",
-        f"  failed inputs: {failed_inputs} (a hang: over {args.timeout:g} s; not failures: "
+        f"fuzz: {summary['inputs']} inputs ({title}) in {summary['seconds']} s",
+        "  by origin: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["inputs_by_origin"].items())),
+        f"  fix properties checked on {summary['fix_properties_checked_on']} inputs (the others: check only)",
+        f"  failed inputs: {summary['failed_inputs']} (a hang: over {timeout:g} s; not failures: "
         + ", ".join(sorted(INFO_KINDS))
         + ")",
     ]
-    lines += [f"  {kind}: {count}" for kind, count in sorted(by_kind.items())] or ["  (no failures)"]
-    for kind, kind_examples in sorted(examples.items()):
+    for stop in summary.get("stopped_early") or []:
+        lines.append(f"  STOPPED EARLY ({stop['signal']}): `{stop['command']}` ran part of its {stop['inputs_planned']} inputs")
+    lines += [f"  {kind}: {count}" for kind, count in sorted(summary["failures_by_kind"].items())] or ["  (no failures)"]
+    for kind, kind_examples in sorted(summary["examples"].items()):
         for ex in kind_examples:
             lines.append(f"    e.g. {kind} input {ex['input']}: {ex.get('message', '')}")
             if "source" in ex:
                 lines.append(f"      input {ex['input']} ({ex['origin']}), split at '\\n', other unprintables escaped:")
                 lines += [f"      | {_visible(line)}" for line in str(ex["source"]).split("\n")]
-    lines.append("  slowest: " + ", ".join(f"#{r[0]} {r[3]:.2f}s" for r in slowest))
-    text = "\n".join(lines) + "\n"
+    lines.append("  slowest: " + ", ".join(f"#{s['input']} {s['seconds']:.2f}s" for s in summary["slowest_inputs"]))
+    return "\n".join(lines) + "\n"
+
+
+def _write(out: Path | None, summary: dict[str, Any], text: str) -> None:
     print(text, end="")
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".txt").write_text(text)
-        args.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
-    return 1 if failed_inputs else 0
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".txt").write_text(text)
+        out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inputs", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fix-every", type=int, default=1, help="run the fix properties on every Nth input")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, help="write OUT.txt and OUT.json")
+    parser.add_argument(
+        "--origins",
+        default="",
+        help="weights of the input kinds, e.g. generated:1,mutated:1,real:3,hypothesmith:3"
+        " (default: half generated, half mutated fixtures and examples)",
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds before an input counts as a hang")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="instead of fuzzing, add up the summaries of runs that together make a larger one"
+        " (a long run in chunks: the same inputs as one run when each chunk's --seed starts where"
+        " the previous one ended and chunk sizes are multiples of 50)",
+    )
+    args = parser.parse_args(argv)
+    command = "python benchmarks/fuzz.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.merge:
+        summaries = [json.loads(path.read_text()) for path in args.merge]
+        merged = merge(summaries, command)
+        _write(args.out, merged, render_text(merged, title=f"{len(summaries)} runs merged", timeout=args.timeout))
+        return 1 if merged["failed_inputs"] else 0
+    weights = _weights(args.origins)
+
+    # chunks of 50 from --seed: a chunk's hypothesmith programs are drawn from its first number, so
+    # a run split at multiples of 50 sees the very inputs of the whole run
+    numbers = list(range(args.seed, args.seed + args.inputs))
+    jobs = []
+    for chunk in (numbers[i : i + 50] for i in range(0, len(numbers), 50)):
+        fix_part = [n for n in chunk if (n - args.seed) % args.fix_every == 0]
+        rest = [n for n in chunk if (n - args.seed) % args.fix_every != 0]
+        if fix_part:
+            jobs.append((fix_part, True, weights, args.timeout))
+        if rest:
+            jobs.append((rest, False, weights, args.timeout))
+    started = time.perf_counter()
+    results: list[Result] = []
+    crashed: list[int] = []
+    stopped: str | None = None
+    pool = ProcessPoolExecutor(max_workers=args.jobs)
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        futures = {pool.submit(_run_chunk, job): job for job in jobs}
+        for future, job in futures.items():
+            try:
+                results.extend(future.result())
+            except BrokenProcessPool:  # a worker itself died: its chunk is lost, counted as crashes
+                crashed.extend(job[0])
+    except _Stopped as stop:  # what finished is reported; the chunks under way are dropped
+        stopped = str(stop)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for process in list(getattr(pool, "_processes", {}).values()):  # no public way to stop a worker
+            with contextlib.suppress(OSError):
+                process.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        pool.shutdown(wait=stopped is None, cancel_futures=True)
+    elapsed = time.perf_counter() - started
+
+    summary = summarize(results, crashed, command=command, elapsed=elapsed, planned=args.inputs, stopped=stopped)
+    _write(args.out, summary, render_text(summary, title=f"seed {args.seed}", timeout=args.timeout))
+    return 1 if summary["failed_inputs"] or stopped else 0
 
 
 if __name__ == "__main__":

@@ -6,9 +6,16 @@ version. Results carry `partialFingerprints["offlintFingerprint/v1"]`: a hash of
 path, the whitespace-normalised source line and the occurrence index among identical triples.
 No line number goes into it, so moving code up or down keeps a finding's identity.
 Files that could not be checked become `invocations[0].toolExecutionNotifications`, and
-`executionSuccessful` is false when there is any. Artifact URIs are the relative paths
-percent-encoded byte by byte (RFC 3986), so any file name, undecodable or with a newline, is a
-valid URI; the fingerprint hashes the printable name (`display_path`).
+`executionSuccessful` is false when there is any.
+
+Artifact URIs are relative to the repository root (the nearest folder above the working directory
+that holds `.git`, else the working directory), under the base `%SRCROOT%` that
+`originalUriBaseIds` maps to that folder: GitHub code scanning matches such paths against the
+checked-out repository whatever folder the check ran from. A file outside the root gets an
+absolute `file:` URI instead. Either way the path is percent-encoded byte by byte (RFC 3986), so
+any file name, undecodable or with a newline, is a valid URI; the fingerprint hashes the printable
+name (`display_path`). Each rule's `helpUri` is its page under docs/rules/ in the repository
+(generated from rules/*.toml by docs/rules/generate.py).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from hashlib import sha256
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
@@ -30,7 +37,9 @@ from offlint.reporting.json_format import dumps
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "offlint"
-INFORMATION_URI = "https://pypi.org/project/offlint/"
+REPOSITORY_URL = "https://github.com/offlint/offlint"  # pyproject's [project.urls] Repository
+INFORMATION_URI = REPOSITORY_URL
+RULE_DOCS_URL = REPOSITORY_URL + "/blob/main/docs/rules/{code}.md"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "offlintFingerprint/v1"
 # confidence as SARIF's level and rank (0-100): code scanning sorts and filters by them
@@ -46,6 +55,7 @@ def rule_descriptor(spec: RuleSpec) -> dict[str, Any]:
         "shortDescription": {"text": spec.summary},
         "fullDescription": {"text": spec.docs.get("what", "").strip() or spec.summary},
         "help": {"text": markdown, "markdown": markdown},
+        "helpUri": RULE_DOCS_URL.format(code=spec.code),
         "defaultConfiguration": {"enabled": spec.default_enabled, "level": "error"},
         "properties": {
             "fixSafety": spec.fix_safety.value,
@@ -87,13 +97,33 @@ def fingerprints(diagnostics: list[Diagnostic], root: Path, sources: SourceCache
     return found
 
 
-def artifact_uri(path: str, root: Path) -> str:
-    """The path as a relative URI reference: its bytes percent-encoded, `/` kept."""
-    return quote(os.fsencode(relative_path(path, root)), safe="/")
+def repository_root(cwd: Path) -> Path:
+    """The folder SARIF paths are relative to: the nearest one at or above `cwd` holding `.git`
+    (a folder, or the file a worktree or submodule has), else `cwd` itself."""
+    for folder in (cwd, *cwd.parents):
+        if os.path.lexists(folder / ".git"):
+            return folder
+    return cwd
 
 
-def _location(uri: str, region: dict[str, int] | None) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": SRCROOT}}
+def artifact_location(path: str, cwd: Path, base: Path) -> dict[str, str]:
+    """Where `path` (absolute, or relative to `cwd`) is, for SARIF: relative to `base` under
+    `%SRCROOT%` when inside it, else an absolute `file:` URI; its bytes percent-encoded, `/` kept."""
+    # lexically normalised, so that `../x.py` named from a subfolder cannot climb out of `base`
+    absolute = PurePath(os.path.normpath(PurePath(cwd, path)))
+    inside = relative_path(str(absolute), base)
+    if not PurePath(inside).is_absolute():
+        return {"uri": quote(os.fsencode(inside), safe="/"), "uriBaseId": SRCROOT}
+    return {"uri": "file://" + quote(os.fsencode(absolute.as_posix()), safe="/")}
+
+
+def _folder_uri(folder: Path) -> str:
+    """`folder` as an absolute `file:` URI ending in `/`, as SARIF wants a base URI."""
+    return "file://" + quote(os.fsencode(folder.as_posix().rstrip("/") + "/"), safe="/")
+
+
+def _location(artifact: dict[str, str], region: dict[str, int] | None) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": artifact}
     if region:
         physical["region"] = region
     return {"physicalLocation": physical}
@@ -115,6 +145,7 @@ def sarif_document(
             rules.append(_unknown_rule_descriptor(diagnostic))
 
     cache = SourceCache(root, sources)
+    base = repository_root(root)
     results = []
     for diagnostic, fingerprint in zip(
         diagnostics, fingerprints(diagnostics, root, cache), strict=True
@@ -133,7 +164,7 @@ def sarif_document(
                 "level": _LEVEL[diagnostic.confidence],
                 "rank": _RANK[diagnostic.confidence],
                 "message": {"text": diagnostic.message},
-                "locations": [_location(artifact_uri(diagnostic.path, root), region)],
+                "locations": [_location(artifact_location(diagnostic.path, root, base), region)],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
                 "properties": {
                     "fixable": diagnostic.fix_safety is not FixSafety.NONE,
@@ -153,7 +184,7 @@ def sarif_document(
                 "level": "error",
                 "message": {"text": error.message},
                 "descriptor": {"id": error.kind.value},
-                "locations": [_location(artifact_uri(error.path, root), error_region)],
+                "locations": [_location(artifact_location(error.path, root, base), error_region)],
             }
         )
 
@@ -171,6 +202,7 @@ def sarif_document(
                         "rules": rules,
                     }
                 },
+                "originalUriBaseIds": {SRCROOT: {"uri": _folder_uri(base)}},
                 # our columns count characters, not UTF-16 code units
                 "columnKind": "unicodeCodePoints",
                 "invocations": [
