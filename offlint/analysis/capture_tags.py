@@ -100,7 +100,7 @@ def guarded_by_capture_bookkeeping(model: ModuleModel, site: CallSite) -> bool:
     return any(mentions_capture_tag_strict(model, test, site.function) for test, _ in site.guards)
 
 
-def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
+def guarded_by_validity_flag(model: ModuleModel, site: CallSite, event: cst.BaseExpression) -> bool:
     """`if self._fork_unjoined: wait(self._store_done)` where the class sets that flag true only in
     the methods that record `self._store_done` (and clears it elsewhere), or a payload the recorder
     leaves and the waiter empties (`self.kw_ready.wait(); kw, self.kw = self.kw, None`): the author
@@ -109,11 +109,11 @@ def guarded_by_validity_flag(site: CallSite, event: cst.BaseExpression) -> bool:
     cls = site.function.cls
     if event_attr is None or cls is None:
         return False
-    recorders = {id(fn) for fn in cls.methods.values() if _records(fn, event_attr)}
-    return _vouched_by(site, cls, recorders, event_attr)
+    recorders = model.remembered(("methods recording self attributes", id(cls)), lambda: _recorders(cls))
+    return _vouched_by(site, cls, recorders.get(event_attr, set()), event_attr)
 
 
-def fork_handed_over(site: CallSite, stream_attr: str) -> bool:
+def fork_handed_over(model: ModuleModel, site: CallSite, stream_attr: str) -> bool:
     """`cur.wait_stream(self.side)` in a method that empties a payload (`self._state = None`) or
     tests a flag that only the methods forking `self.side` set (`self._state = out, n` after
     `self.side.wait_stream(cur)`): the join takes over what a fork of the same pipeline left, as
@@ -121,8 +121,8 @@ def fork_handed_over(site: CallSite, stream_attr: str) -> bool:
     cls = site.function.cls
     if cls is None:
         return False
-    forkers = {id(fn) for fn in cls.methods.values() if _forks(fn, stream_attr)}
-    return _vouched_by(site, cls, forkers, stream_attr)
+    forkers = model.remembered(("methods forking self attributes", id(cls)), lambda: _forkers(cls))
+    return _vouched_by(site, cls, forkers.get(stream_attr, set()), stream_attr)
 
 
 def _vouched_by(site: CallSite, cls: ClassInfo, producers: set[int], own_attr: str) -> bool:
@@ -142,21 +142,28 @@ def _vouched_by(site: CallSite, cls: ClassInfo, producers: set[int], own_attr: s
     return False
 
 
-def _forks(fn: FunctionInfo, attr: str) -> bool:
-    """`self.side.wait_stream(...)`, also through a local alias (`s = self.side; s.wait_stream(cur)`)."""
-    aliases = {
-        t.value
-        for a in fn.assignments
-        if a.value is not None and self_attribute(a.value) == attr
-        for t in a.targets
-        if isinstance(t, cst.Name)
-    }
-    for call in fn.calls:
-        if call.method != "wait_stream" or call.receiver is None:
-            continue
-        if self_attribute(call.receiver) == attr or (isinstance(call.receiver, cst.Name) and call.receiver.value in aliases):
-            return True
-    return False
+def _forkers(cls: ClassInfo) -> dict[str, set[int]]:
+    """For each attribute of the class, the methods (by id) that fork the stream it holds:
+    `self.side.wait_stream(...)`, also through a local alias (`s = self.side; s.wait_stream(cur)`).
+    Indexed once per class."""
+    found: dict[str, set[int]] = {}
+    for fn in cls.methods.values():
+        aliases = {
+            t.value: attr
+            for a in fn.assignments
+            if a.value is not None and (attr := self_attribute(a.value)) is not None
+            for t in a.targets
+            if isinstance(t, cst.Name)
+        }
+        for call in fn.calls:
+            if call.method != "wait_stream" or call.receiver is None:
+                continue
+            attr = self_attribute(call.receiver)
+            if attr is None and isinstance(call.receiver, cst.Name):
+                attr = aliases.get(call.receiver.value)
+            if attr is not None:
+                found.setdefault(attr, set()).add(id(fn))
+    return found
 
 
 def _taken_after(site: CallSite) -> list[str]:
@@ -177,17 +184,27 @@ def _taken_after(site: CallSite) -> list[str]:
     return taken
 
 
-def _records(fn: FunctionInfo, attr: str) -> bool:
-    for call in fn.calls:
-        if call.method == "record" and call.receiver is not None and self_attribute(call.receiver) == attr:
-            return True
-    return any(
-        isinstance(a.value, cst.Call)
-        and isinstance(a.value.func, cst.Attribute)
-        and a.value.func.attr.value == "record_event"
-        and any(self_attribute(t) == attr for t in a.targets)
-        for a in fn.assignments
-    )
+def _recorders(cls: ClassInfo) -> dict[str, set[int]]:
+    """For each attribute of the class, the methods (by id) that record an event into it:
+    `self.x.record(...)`, `self.x = stream.record_event()`. Indexed once per class."""
+    found: dict[str, set[int]] = {}
+    for fn in cls.methods.values():
+        for call in fn.calls:
+            if call.method == "record" and call.receiver is not None:
+                attr = self_attribute(call.receiver)
+                if attr is not None:
+                    found.setdefault(attr, set()).add(id(fn))
+        for a in fn.assignments:
+            if (
+                isinstance(a.value, cst.Call)
+                and isinstance(a.value.func, cst.Attribute)
+                and a.value.func.attr.value == "record_event"
+            ):
+                for t in a.targets:
+                    attr = self_attribute(t)
+                    if attr is not None:
+                        found.setdefault(attr, set()).add(id(fn))
+    return found
 
 
 def _tested_flags(test: cst.BaseExpression) -> list[str]:

@@ -4,6 +4,7 @@ and whether the caller hands it in."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import libcst as cst
 
@@ -83,63 +84,65 @@ def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionIn
     if attr is not None:
         if fn.cls is None:
             return []
-        scopes = [f for f in model.functions if f.cls is fn.cls]
-        return _stored_into(scopes, lambda t: self_attribute(t) == attr)
+        cls = fn.cls
+        stores = model.remembered(  # indexed once per class: a big class is not quadratic
+            ("stores of self attributes", id(cls)),
+            lambda: _stores_by_key([f for f in model.functions if f.cls is cls], self_attribute),
+        )
+        return stores.get(attr, [])
     if not isinstance(base, cst.Name):
         return []
     name = base.value
-
-    def same_name(target: cst.BaseExpression) -> bool:
-        return isinstance(target, cst.Name) and target.value == name
-
     scope: FunctionInfo | None = fn
     while scope is not None:
         if name in scope.global_names:
             break
         if is_parameter(scope, name):
             return []  # handed in: made who knows how
-        found = _stored_into([scope], same_name)
+        found = _stores_by_key([scope], _name_of).get(name, [])
         if found:
             return found
         scope = scope.parent
     return global_values(model, name)
 
 
-def _stored_into(
-    scopes: list[FunctionInfo], matches: Callable[[cst.BaseExpression], bool]
-) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
+def _stores_by_key(
+    scopes: list[FunctionInfo], key_of: Callable[[cst.BaseExpression], str | None]
+) -> dict[str, list[cst.BaseExpression]]:
+    """What each place (keyed by `key_of` of the assigned target, subscripts stripped) is given in
+    `scopes`: assignments to it or to its elements, what `.append`/`.insert`/`.extend`/`.add` add."""
+    found: dict[str, list[cst.BaseExpression]] = {}
     for scope in scopes:
         for assign in scope.assignments:
             if assign.value is None:
                 continue
             for target in assign.targets:
-                inner = target
-                while isinstance(inner, cst.Subscript):
-                    inner = inner.value
-                if matches(inner):
-                    found.append(assign.value)
-                elif isinstance(target, cst.Tuple | cst.List) and any(
-                    matches(_unsubscripted(e.value)) for e in target.elements
-                ):
-                    values = assign.value
-                    if isinstance(values, cst.Tuple | cst.List) and len(values.elements) == len(target.elements):
-                        found.extend(
-                            v.value
-                            for t, v in zip(target.elements, values.elements, strict=True)
-                            if matches(_unsubscripted(t.value))
-                        )
+                key = key_of(_unsubscripted(target))
+                if key is not None:
+                    found.setdefault(key, []).append(assign.value)
+                    continue
+                if not isinstance(target, cst.Tuple | cst.List):
+                    continue
+                values = assign.value
+                paired = isinstance(values, cst.Tuple | cst.List) and len(values.elements) == len(target.elements)
+                for index, element in enumerate(target.elements):
+                    key = key_of(_unsubscripted(element.value))
+                    if key is None:
+                        continue
+                    if paired:
+                        found.setdefault(key, []).append(cast(cst.Tuple, values).elements[index].value)
                     else:
-                        found.append(cst.Ellipsis())  # unpacked from something opaque: not known
+                        found.setdefault(key, []).append(cst.Ellipsis())  # unpacked from something opaque
         for site in scope.calls:
-            if (
-                site.method in ("append", "insert", "extend", "add")
-                and site.receiver is not None
-                and site.node.args
-                and matches(_unsubscripted(site.receiver))
-            ):
-                found.append(site.node.args[-1].value)
+            if site.method in ("append", "insert", "extend", "add") and site.receiver is not None and site.node.args:
+                key = key_of(_unsubscripted(site.receiver))
+                if key is not None:
+                    found.setdefault(key, []).append(site.node.args[-1].value)
     return found
+
+
+def _name_of(expr: cst.BaseExpression) -> str | None:
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:

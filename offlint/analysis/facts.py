@@ -11,7 +11,7 @@ import libcst as cst
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import ModuleModel, module_level_assigns
-from offlint.analysis.program import CallSite, FunctionInfo
+from offlint.analysis.program import Assignment, CallSite, ClassInfo, FunctionInfo
 from offlint.analysis.syntax import call_argument, parameter_names, same_code
 
 
@@ -107,6 +107,25 @@ def called_function(model: ModuleModel, site: CallSite) -> FunctionInfo | None:
     return model._called_function(site.node, site.function)
 
 
+def class_assignments(model: ModuleModel, cls: ClassInfo) -> dict[str, list[tuple[FunctionInfo, Assignment]]]:
+    """Every `self.<attr> = ...` in the functions of `cls`, by attr, with the function: indexed once
+    per class (the rules ask at every use of an attribute)."""
+
+    def index() -> dict[str, list[tuple[FunctionInfo, Assignment]]]:
+        found: dict[str, list[tuple[FunctionInfo, Assignment]]] = {}
+        for fn in model.functions:
+            if fn.cls is not cls:
+                continue
+            for assign in fn.assignments:
+                for target in assign.targets:
+                    attr = self_attribute(target)
+                    if attr is not None:
+                        found.setdefault(attr, []).append((fn, assign))
+        return found
+
+    return model.remembered(("self attribute assignments", id(cls)), index)
+
+
 def values_assigned(model: ModuleModel, fn: FunctionInfo | None, target: str) -> list[cst.BaseExpression]:
     """Values assigned to a local name (`target`, searched in `fn` and its enclosing functions)
     or to `self.attr` (`target` = "self.attr", searched in every method of `fn`'s class)."""
@@ -114,14 +133,7 @@ def values_assigned(model: ModuleModel, fn: FunctionInfo | None, target: str) ->
     if target.startswith("self."):
         if fn is None or fn.cls is None:
             return out
-        attr = target[5:]
-        for other in model.functions:
-            if other.cls is not fn.cls:
-                continue
-            for assign in other.assignments:
-                if assign.value is not None and any(self_attribute(t) == attr for t in assign.targets):
-                    out.append(assign.value)
-        return out
+        return [a.value for _, a in class_assignments(model, fn.cls).get(target[5:], ()) if a.value is not None]
     scope = fn
     while scope is not None:
         for assign in scope.assignments:

@@ -18,8 +18,8 @@ answers to "may this run during a capture" are `reachability.py`.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Iterator, Sequence
-from typing import cast
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import TypeVar, cast
 
 import libcst as cst
 
@@ -53,6 +53,7 @@ from offlint.analysis.torch_api import (
 )
 from offlint.analysis.walker import BodyWalker
 
+_T = TypeVar("_T")
 
 class ModuleModel:
     def __init__(
@@ -84,6 +85,8 @@ class ModuleModel:
         # this module captures in segments, marks eager breaks or defines the segmented capture
         self.segmented_capture = False
         self.capture_aware_joins: list[FunctionInfo] | None = None  # facts.capture_aware_joins
+        # facts about a class's attributes the rules ask at every use (`remembered`)
+        self._memo: dict[tuple[Hashable, ...], object] = {}
         self._lookups: dict[int, Lookup] = {}
         self._collect_definitions()
         self._collect_device_modules()
@@ -128,10 +131,18 @@ class ModuleModel:
         self.graph_region_calls = []
         self.function_index = None
         self.capture_aware_joins = None
+        self._memo = {}
         self._callers = None
         self._lookups = {}
 
     # ------------------------------------------------------------------ queries
+    def remembered(self, key: tuple[Hashable, ...], make: Callable[[], _T]) -> _T:
+        """`make()`, once per key for this model: a class-wide fact asked at every call site (the
+        stores of `self.ev` in every method) would otherwise make a big class quadratic."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return cast(_T, self._memo[key])
+
     def code_for(self, node: cst.CSTNode) -> str:
         """The source text of `node`, without its own parentheses (as its reported range)."""
         if self.source_of is not None:

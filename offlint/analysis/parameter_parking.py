@@ -26,7 +26,11 @@ _MAX_DEPTH = 4
 
 def pageable_park(model: ModuleModel, cls: ClassInfo) -> FunctionInfo | None:
     """The method of `cls` that moves a parameter's storage to the host (`p.data = x.to(host)`,
-    `p.data = x.cpu()`), if any."""
+    `p.data = x.cpu()`), if any (asked once per class)."""
+    return model.remembered(("pageable park", id(cls)), lambda: _pageable_park(model, cls))
+
+
+def _pageable_park(model: ModuleModel, cls: ClassInfo) -> FunctionInfo | None:
     for method in cls.methods.values():
         for assign in method.assignments:
             value = assign.value

@@ -15,6 +15,7 @@ from offlint.analysis.closures import carries_key, sibling_within_call
 from offlint.analysis.context import Context
 from offlint.analysis.facts import (
     argument_for,
+    class_assignments,
     condition_atoms,
     global_values,
     is_event,
@@ -326,19 +327,17 @@ def _entered_after(
     if id(fn) in seen:
         return False
     seen.add(id(fn))
-    for caller in model.functions:
-        if caller is fn or not carries_key(caller, fn, key):
+    for site in model.callers_of(fn):  # indexed once per model: not a scan of every call per use
+        caller = site.function
+        if not carries_key(caller, fn, key):
             continue
-        for site in caller.calls:
-            if model._called_function(site.node, caller) is not fn:
-                continue
-            window = [s for s in caller.calls if (s.order < site.order if before else s.order > site.order)]
-            if any(test(s) for s in window):
-                return True
-            if any(_callee_satisfies(model, caller, other, fn, key, test) for other in window):
-                return True
-            if _entered_after(model, caller, key, test, seen, before):
-                return True
+        window = [s for s in caller.calls if (s.order < site.order if before else s.order > site.order)]
+        if any(test(s) for s in window):
+            return True
+        if any(_callee_satisfies(model, caller, other, fn, key, test) for other in window):
+            return True
+        if _entered_after(model, caller, key, test, seen, before):
+            return True
     return False
 
 
@@ -540,7 +539,7 @@ def forked_by_sibling(model: ModuleModel, fn: FunctionInfo, key: str) -> bool:
     return sibling_within_call(model, fn, key, lambda site: fork_key(model, site) == key)
 
 
-def held_only_when_forked(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+def held_only_when_forked(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
     """`self._pending` (or a local read from it) where every assignment of that attribute in the
     class stores None or a stream the assigning function forked just before
     (`alt.wait_stream(cur); self._pending = alt`): a non-None value is a fork handle, so a join or
@@ -553,12 +552,7 @@ def held_only_when_forked(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
         attr = self_attribute(sources[0])
     if attr is None or fn.cls is None:
         return False
-    stores = [
-        (method, assign)
-        for method in fn.cls.methods.values()
-        for assign in method.assignments
-        if any(self_attribute(t) == attr for t in assign.targets)
-    ]
+    stores = class_assignments(model, fn.cls).get(attr, [])
     handed = False
     for method, assign in stores:
         value = assign.value
@@ -576,7 +570,7 @@ def held_only_when_forked(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
     return handed
 
 
-def fork_handed_to_a_join(site: CallSite) -> bool:
+def fork_handed_to_a_join(model: ModuleModel, site: CallSite) -> bool:
     """`side.wait_stream(cur)` followed in the same call by `self._pending = side`, where a
     method of the class joins through `self._pending` (a fork handle, `held_only_when_forked`):
     the join is the handle's reader, called later in the same forward."""
@@ -588,14 +582,14 @@ def fork_handed_to_a_join(site: CallSite) -> bool:
             continue
         for target in assign.targets:
             attr = self_attribute(target)
-            if attr is None or not held_only_when_forked(target, fn):
+            if attr is None or not held_only_when_forked(model, target, fn):
                 continue
             for method in fn.cls.methods.values():
                 for join in method.calls:
                     if join.method != "wait_stream" or len(join.node.args) != 1:
                         continue
                     joined = join.node.args[0].value
-                    if self_attribute(joined) == attr or held_only_when_forked(joined, method):
+                    if self_attribute(joined) == attr or held_only_when_forked(model, joined, method):
                         return True
     return False
 

@@ -126,7 +126,7 @@ def _handoff(model: ModuleModel, site: CallSite) -> Handoff | str:
             f"`{shown}` is not read from `self` (a local or an argument the caller hands in): "
             "its producer is outside this class"
         )
-    producers = [p for m in cls.methods.values() if m is not method for p in _records_into(m, storage)]
+    producers = [p for m in cls.methods.values() if m is not method for p in _records_into(model, m, storage)]
     if not producers:
         return f"no method of {cls.name} records `self.{storage.attr}`: the producing copy is not in this class"
     if len({id(p.method) for p in producers}) > 1:
@@ -158,47 +158,62 @@ def _is_name(node: cst.BaseExpression, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
 
-def _records_into(method: FunctionInfo, storage: Storage) -> list[Producer]:
+def _records_into(model: ModuleModel, method: FunctionInfo, storage: Storage) -> list[Producer]:
     """Where `method` records an event into the storage (with the parameter it indexes by)."""
-    found = []
-    recorded_locals = {
-        site.receiver.value: site for site in method.calls if site.method == "record" and isinstance(site.receiver, cst.Name)
-    }
-    for site in method.calls:
-        if site.method == "record" and site.receiver is not None:
-            where = _stored_at(site.receiver, storage.attr)
-            if where is not None:
-                found.append(Producer(method, where, _line_of(method, site.node)))
-    for assign in method.assignments:
-        value = assign.value
-        made_here = (isinstance(value, cst.Name) and value.value in recorded_locals) or (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == "record_event"
-        )
-        if not made_here:
-            continue
-        for target in assign.targets:
-            where = _stored_at(target, storage.attr)
-            if where is not None:
-                found.append(Producer(method, where, _line_of(method, assign.node)))
+    found = [producer for attr, producer in _recordings(model, method) if attr == storage.attr]
     if storage.index is None:
         return [p for p in found if p.index_param == ""]
     return [p for p in found if p.index_param]
 
 
-def _stored_at(target: cst.BaseExpression, attr: str) -> str | None:
-    """"" for `self.<attr>`, the parameter name for `self.<attr>[<param>]`, else None."""
-    if self_attribute(target) == attr:
-        return ""
+def _recordings(model: ModuleModel, method: FunctionInfo) -> list[tuple[str, Producer]]:
+    """Every event `method` records into an attribute of `self`, by attribute: found once per
+    method (each wait of a class asks about every method)."""
+
+    def find() -> list[tuple[str, Producer]]:
+        found: list[tuple[str, Producer]] = []
+        recorded_locals = {
+            site.receiver.value: site
+            for site in method.calls
+            if site.method == "record" and isinstance(site.receiver, cst.Name)
+        }
+        for site in method.calls:
+            if site.method == "record" and site.receiver is not None:
+                where = _stored_where(site.receiver)
+                if where is not None:
+                    found.append((where[0], Producer(method, where[1], _line_of(method, site.node))))
+        for assign in method.assignments:
+            value = assign.value
+            made_here = (isinstance(value, cst.Name) and value.value in recorded_locals) or (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "record_event"
+            )
+            if not made_here:
+                continue
+            for target in assign.targets:
+                where = _stored_where(target)
+                if where is not None:
+                    found.append((where[0], Producer(method, where[1], _line_of(method, assign.node))))
+        return found
+
+    return model.remembered(("events recorded into self by", id(method)), find)
+
+
+def _stored_where(target: cst.BaseExpression) -> tuple[str, str] | None:
+    """(attr, "") for `self.<attr>`, (attr, the parameter name) for `self.<attr>[<param>]`."""
+    attr = self_attribute(target)
+    if attr is not None:
+        return attr, ""
     if (
         isinstance(target, cst.Subscript)
-        and self_attribute(target.value) == attr
         and len(target.slice) == 1
         and isinstance(target.slice[0].slice, cst.Index)
         and isinstance(target.slice[0].slice.value, cst.Name)
     ):
-        return target.slice[0].slice.value.value
+        attr = self_attribute(target.value)
+        if attr is not None:
+            return attr, target.slice[0].slice.value.value
     return None
 
 

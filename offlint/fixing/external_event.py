@@ -88,13 +88,26 @@ class _MarkExternal(cst.CSTTransformer):
 
 
 def _statement_of(model: ModuleModel, node: cst.CSTNode) -> cst.BaseStatement | None:
-    best = None
-    for stmt in walk(model.module):
-        if isinstance(stmt, cst.SimpleStatementLine) and any(n is node for n in walk(stmt)):
-            return stmt
-        if isinstance(stmt, cst.BaseCompoundStatement) and any(n is node for n in walk(stmt)):
-            best = stmt
-    return best
+    """The simple statement line holding `node`, else the innermost compound statement."""
+    simple, compound = model.remembered(("statements holding each node",), lambda: _statement_index(model))
+    return simple.get(id(node)) or compound.get(id(node))
+
+
+def _statement_index(
+    model: ModuleModel,
+) -> tuple[dict[int, cst.BaseStatement], dict[int, cst.BaseStatement]]:
+    """For every node of the module, its simple statement line and its innermost compound
+    statement (by id): built once, where a search per event walked the whole module each time."""
+    simple: dict[int, cst.BaseStatement] = {}
+    compound: dict[int, cst.BaseStatement] = {}
+    for stmt in walk(model.module):  # outer statements first: inner ones overwrite them
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for n in walk(stmt):
+                simple[id(n)] = stmt
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            for n in walk(stmt):
+                compound[id(n)] = stmt
+    return simple, compound
 
 
 def _constructors(model: ModuleModel, site: CallSite) -> list[cst.Call] | str:
@@ -143,6 +156,13 @@ def _recorded_in_view(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpre
     base = _unsubscripted(event)
     attr = self_attribute(base)
     name = base.value if isinstance(base, cst.Name) else None
+    if attr is not None:
+        cls = fn.cls
+
+        def index() -> set[str]:
+            return _recorded_keys(model, [f for f in model.functions if f.cls is cls], self_attribute)
+
+        return attr in model.remembered(("self attributes recorded", id(cls)), index)
 
     def same(expr: cst.BaseExpression) -> bool:
         inner = _unsubscripted(expr)
@@ -167,6 +187,29 @@ def _recorded_in_view(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpre
     return False
 
 
+def _recorded_keys(
+    model: ModuleModel, scopes: list[FunctionInfo], key_of: Callable[[cst.BaseExpression], str | None]
+) -> set[str]:
+    """The places (by `key_of`, subscripts stripped) some call of `scopes` records an event into:
+    `<place>.record(...)`, or a local recorded and then stored there."""
+    keys: set[str] = set()
+    for scope in scopes:
+        recorded = {
+            site.receiver.value
+            for site in scope.calls
+            if site.method == "record" and isinstance(site.receiver, cst.Name)
+        }
+        for site in scope.calls:
+            if site.method == "record" and site.receiver is not None:
+                key = key_of(_unsubscripted(site.receiver))
+                if key is not None:
+                    keys.add(key)
+        for assign in scope.assignments:  # `ev.record(); self.E[i] = ev`
+            if isinstance(assign.value, cst.Name) and assign.value.value in recorded:
+                keys.update(k for t in assign.targets if (k := key_of(_unsubscripted(t))) is not None)
+    return keys
+
+
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 50 else text[:47] + "..."
@@ -180,8 +223,13 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     if attr is not None:
         if fn.cls is None:
             return f"`{model.code_for(event)}` is an attribute of an object this code does not define"
-        scopes = [f for f in model.functions if f.cls is fn.cls]
-        return _stored(model, scopes, lambda t: self_attribute(t) == attr)
+        cls = fn.cls
+
+        def index() -> dict[str, list[cst.BaseExpression] | str]:
+            return _stored_by_key(model, [f for f in model.functions if f.cls is cls], self_attribute)
+
+        # indexed once per class: every event of a big class asks
+        return model.remembered(("events stored into self", id(cls)), index).get(attr, [])
     if not isinstance(base, cst.Name):
         return f"`{model.code_for(event)}` belongs to another object (made where this module cannot see)"
     name = base.value
@@ -189,7 +237,7 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     while scope is not None:
         if is_parameter(scope, name):
             return f"`{model.code_for(event)}` is handed in by the caller of `{scope.qualname}`"
-        found = _stored(model, [scope], lambda t: isinstance(t, cst.Name) and t.value == name)
+        found = _stored_by_key(model, [scope], _name_of).get(name, [])
         if found:
             return found
         scope = scope.parent
@@ -203,39 +251,61 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     return found or f"`{name}` is bound where this module cannot see"
 
 
-def _stored(
-    model: ModuleModel, scopes: list[FunctionInfo], matches: Callable[[cst.BaseExpression], bool]
-) -> list[cst.BaseExpression] | str:
-    found: list[cst.BaseExpression] = []
+def _stored_by_key(
+    model: ModuleModel, scopes: list[FunctionInfo], key_of: Callable[[cst.BaseExpression], str | None]
+) -> dict[str, list[cst.BaseExpression] | str]:
+    """What each place (by `key_of` of the target, subscripts stripped) is given in `scopes`, or
+    why that cannot be told (an augmented assignment, unpacking, a loop variable)."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+    why: dict[str, str] = {}
     for scope in scopes:
         for assign in scope.assignments:
             for target in assign.targets:
-                inner = target
-                while isinstance(inner, cst.Subscript):
-                    inner = inner.value
-                if matches(inner):
+                key = key_of(_unsubscripted(target))
+                if key is not None:
                     if assign.value is None:
-                        return "the event is bound by an augmented assignment"
-                    found.append(assign.value)
-                elif isinstance(target, cst.Tuple | cst.List) and any(
-                    matches(_unsubscripted(e.value)) for e in target.elements
-                ):
-                    return f"the event is unpacked from `{_short(model.code_for(assign.value))}`" if assign.value is not None else "the event is unpacked"
+                        why.setdefault(key, "the event is bound by an augmented assignment")
+                    else:
+                        found.setdefault(key, []).append(assign.value)
+                elif isinstance(target, cst.Tuple | cst.List):
+                    for element in target.elements:
+                        key = key_of(_unsubscripted(element.value))
+                        if key is not None:
+                            why.setdefault(
+                                key,
+                                f"the event is unpacked from `{_short(model.code_for(assign.value))}`"
+                                if assign.value is not None
+                                else "the event is unpacked",
+                            )
         for site in scope.calls:
-            if (
-                site.method in ("append", "insert", "extend", "add")
-                and site.receiver is not None
-                and site.node.args
-                and matches(_unsubscripted(site.receiver))
-            ):
-                found.append(site.node.args[-1].value)
-        for node in walk(scope.node.body):  # `for ev in ...:` binds it from something unseen
-            if isinstance(node, cst.For) and any(matches(n) for n in walk(node.target) if isinstance(n, cst.Name)):
-                return f"the event is a loop variable over `{_short(model.code_for(node.iter))}`"
-    return found
+            if site.method in ("append", "insert", "extend", "add") and site.receiver is not None and site.node.args:
+                key = key_of(_unsubscripted(site.receiver))
+                if key is not None:
+                    found.setdefault(key, []).append(site.node.args[-1].value)
+        for node in _loops(model, scope):  # `for ev in ...:` binds it from something unseen
+            for name in walk(node.target):
+                key = key_of(name) if isinstance(name, cst.Name) else None
+                if key is not None:
+                    why.setdefault(key, f"the event is a loop variable over `{_short(model.code_for(node.iter))}`")
+    stored: dict[str, list[cst.BaseExpression] | str] = dict(found)
+    stored.update(why)
+    return stored
+
+
+def _name_of(expr: cst.BaseExpression) -> str | None:
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     return expr
+
+
+def _loops(model: ModuleModel, fn: FunctionInfo) -> list[cst.For]:
+    """The `for` statements of a function's body (nested ones included), found once per function."""
+
+    def find() -> list[cst.For]:
+        return [n for n in walk(fn.node.body) if isinstance(n, cst.For)]
+
+    return model.remembered(("for loops of", id(fn)), find)

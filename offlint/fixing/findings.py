@@ -41,5 +41,6 @@ def findings(model: ModuleModel, codes: tuple[str, ...], floor: Confidence) -> I
 
 
 def site_of(model: ModuleModel, node: cst.CSTNode) -> CallSite | None:
-    """The call site whose call is `node`."""
-    return next((site for site in model.all_calls() if site.node is node), None)
+    """The call site whose call is `node` (the module's sites indexed once)."""
+    by_node = model.remembered(("call sites by node",), lambda: {id(site.node): site for site in model.all_calls()})
+    return by_node.get(id(node))

@@ -38,7 +38,7 @@ class WaitOnUncapturedEvent(Rule):
                 continue
             if guarded_by_capture_bookkeeping(model, site):
                 continue  # capture bookkeeping, not the capture test itself (that sets the context)
-            if guarded_by_validity_flag(site, event):
+            if guarded_by_validity_flag(model, site, event):
                 continue  # `if self._fork_unjoined:` set only where the event is recorded
             if is_external_event(model, event, site.function):
                 continue  # `Event(external=True)`: the wait is a graph node on the live event

@@ -44,12 +44,12 @@ class WaitOnUnforkedStream(Rule):
                 continue
             if forked_by_sibling(model, fn, key):
                 continue  # a sibling hook of the same enclosing call forked it
-            if held_only_when_forked(side, fn):
+            if held_only_when_forked(model, side, fn):
                 continue  # a fork handle: set only right after its fork, earlier in the forward
             if guarded_by_capture_bookkeeping(model, site):
                 continue
             attr = self_attribute(side)
-            if attr is not None and fork_handed_over(site, attr):
+            if attr is not None and fork_handed_over(model, site, attr):
                 continue  # a start/consume pair: the consumer takes what the fork left
             yield Finding(
                 site.node,

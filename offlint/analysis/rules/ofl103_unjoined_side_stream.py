@@ -94,7 +94,7 @@ class UnjoinedSideStream(Rule):
                     continue  # the caller gets the event to join (publish/consume pairs)
                 if _made_current(fn, site):
                     continue  # `side.wait_stream(cur); torch.cuda.set_stream(side)`: a switch, not a fork
-                if fork_handed_to_a_join(site):
+                if fork_handed_to_a_join(model, site):
                     continue  # kept on self as a fork handle that a later step of the forward joins
                 if joined_within_enclosing_call(model, fn, site.order) or joined_by_sibling(model, fn, key):
                     continue  # a sibling closure of the same enclosing call joins it

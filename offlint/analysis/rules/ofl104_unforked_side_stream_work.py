@@ -44,7 +44,7 @@ class UnforkedSideStreamWork(Rule):
                     continue
                 if any(fork_key(model, s) == key for s in inside):
                     continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work
-                if held_only_when_forked(scope.stream, fn):
+                if held_only_when_forked(model, scope.stream, fn):
                     continue  # a fork handle: set only right after its fork, earlier in the forward
                 # `ctx = torch.cuda.stream(s)` ... `with ctx:`: the work is under the `with`
                 where = opener.node if inline else scope.node.items[0].item
