@@ -325,7 +325,10 @@ def _confirm_fixes_with_libcst(job: _Job, skeleton_model: ModuleModel) -> None:
 
     report = job.report
     started = time.perf_counter()
-    if not fixers_may_plan(skeleton_model, job.settings, report.diagnostics):
+    settings = job.settings
+    if not _fixable_at_floor(report.diagnostics, settings.min_confidence) or not fixers_may_plan(
+        skeleton_model, settings, report.diagnostics
+    ):
         report.diagnostics = without_fixes(report.diagnostics)
     else:
         refused = refusal(job.text)
@@ -337,6 +340,12 @@ def _confirm_fixes_with_libcst(job: _Job, skeleton_model: ModuleModel) -> None:
         report.diagnostics = confirm_fix_availability(full, job.settings, report.diagnostics)
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
+
+
+def _fixable_at_floor(diagnostics: list[Diagnostic], floor: Confidence) -> bool:
+    """A fixable finding `check` shows at this floor: `fix` acts on those only, so a file whose
+    fixable findings all lie below it has nothing to confirm (and no libcst parse to pay)."""
+    return any(d.fixable and d.confidence.at_least(floor) for d in diagnostics)
 
 
 def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple[int, int, int, int]:
@@ -399,9 +408,12 @@ def _analyse_libcst(job: _Job) -> FileReport:
             report.timings["position"] = time.perf_counter() - started
         if job.confirm_fixes and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
-            from offlint.fixing.availability import confirm_fix_availability
+            from offlint.fixing.availability import confirm_fix_availability, without_fixes
 
-            report.diagnostics = confirm_fix_availability(model, settings, report.diagnostics)
+            if _fixable_at_floor(report.diagnostics, settings.min_confidence):
+                report.diagnostics = confirm_fix_availability(model, settings, report.diagnostics)
+            else:
+                report.diagnostics = without_fixes(report.diagnostics)
             report.timings["fix availability"] = time.perf_counter() - started
         model.dispose()
     except Exception as exc:  # one bad file never stops the run; internal errors are reported
