@@ -359,12 +359,13 @@ def _span_of(span: tuple[int, int, int, int] | None, node: cst.CSTNode) -> tuple
 def _run_rules(rules: list[Rule], model: ModuleModel, report: FileReport) -> list[tuple[Rule, Finding]]:
     from offlint.analysis.module_index import module_index
     from offlint.analysis.reachability import finding_reach
+    from offlint.analysis.rule import findings_of
 
     report.index = module_index(model)
     findings: list[tuple[Rule, Finding]] = []
     for rule in rules:
         started = time.perf_counter()
-        for finding in rule.find(model):
+        for finding in findings_of(rule, model):
             confidence, reason = finding_reach(model, finding.node, rule.explains_reachability)
             confidence = finding.confidence or confidence
             note = f"capture-reachable: {reason}" if reason and rule.explains_reachability else ""

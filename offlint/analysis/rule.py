@@ -55,3 +55,9 @@ def code_of(node: cst.CSTNode, model: ModuleModel) -> str:
 _LINE_BREAK = re.compile(r"[ \t]*(?:\\)?\r?\n\s*")
 _SPACE_AFTER_OPENING = re.compile(r"([(\[{]) ")
 _SPACE_BEFORE_CLOSING = re.compile(r" ([)\]}])")
+
+
+def findings_of(rule: Rule, model: ModuleModel) -> list[Finding]:
+    """What `rule` finds on `model`, found once: `check` reports them and the fixers confirming
+    `[*]` on the same model start from them (a fix lives on the finding it fixes)."""
+    return model.remembered(("findings of", rule.code), lambda: list(rule.find(model)))

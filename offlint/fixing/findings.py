@@ -12,7 +12,7 @@ import libcst as cst
 
 from offlint.analysis.model import CallSite, ModuleModel
 from offlint.analysis.reachability import finding_reach
-from offlint.analysis.rule import Rule
+from offlint.analysis.rule import Rule, findings_of
 from offlint.diagnostics import Confidence
 
 
@@ -33,7 +33,7 @@ def findings(model: ModuleModel, codes: tuple[str, ...], floor: Confidence) -> I
     """The findings of rules `codes` on `model` that `check` shows at `floor`."""
     for code in codes:
         rule = _rule(code)
-        for finding in rule.find(model):
+        for finding in findings_of(rule, model):
             confidence, _ = finding_reach(model, finding.node, rule.explains_reachability)
             confidence = finding.confidence or confidence
             if confidence.at_least(floor):
