@@ -580,10 +580,10 @@ def _write_baseline(request: CheckRequest, report: RunReport, cwd: Path) -> int:
 def _add_noqa(request: CheckRequest, report: RunReport, cwd: Path) -> int:
     """`--add-noqa`: a directive for every finding, written in place; exit 0 when each finding is
     now suppressed, 2 when a file could not be edited (one line each)."""
-    import ast
     import io
     import tokenize
 
+    from offlint.analysis.guard import compile_quietly
     from offlint.analysis.positions import ast_statement_spans
     from offlint.diagnostics import ErrorKind, FileError, RunReport
     from offlint.fixing.writes import write_if_unchanged
@@ -591,7 +591,7 @@ def _add_noqa(request: CheckRequest, report: RunReport, cwd: Path) -> int:
     from offlint.suppression import add_directives
 
     def spans_of(text: str) -> list[tuple[int, int]]:
-        return ast_statement_spans(ast.parse(text))
+        return ast_statement_spans(compile_quietly(text))  # the user's warnings are not ours to print
 
     errors: list[FileError] = list(report.all_errors)
     added = files = 0

@@ -249,6 +249,8 @@ def add_directives(
     """
     import ast
 
+    from offlint.analysis.guard import compile_quietly
+
     lines = _split_lines(text)
     commentable = _commentable_lines(text)
     existing = {d.line: d for d in directives(text) if d.scope == "line" and d.style == "offlint"}
@@ -291,7 +293,7 @@ def add_directives(
         added += 1
     new_text = "".join(lines)
     try:
-        same_tree = ast.dump(ast.parse(new_text)) == ast.dump(ast.parse(text))
+        same_tree = ast.dump(compile_quietly(new_text)) == ast.dump(compile_quietly(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         same_tree = True  # not CPython syntax: only comments were touched, re-scanned below
     if not same_tree:  # pragma: no cover - comments never change the tree; a guard, not a path
