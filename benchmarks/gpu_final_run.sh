@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Final GPU call of the session: the GPU tests changed since their last H200 run (entry, sanitizer,
-# compiled). tests/test_probe_gpu.py and the agreement record ran on the H200 earlier the same day.
+# Final GPU call of the session (little device time left): the entry test that failed in the last
+# H200 run, then the compiled GPU tests, both changed since;
+# the rest ran on the H200 earlier the same day.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 res=/tmp/res; mkdir -p $res
@@ -12,6 +13,6 @@ export PYTHONPATH=/tmp/site:$PWD
 part() { local name=$1 limit=$2; shift 2; local t0=$(date +%s.%N)
   timeout $limit "$@" > $res/$name.log 2>&1; local st=$?
   echo "== $name: exit $st, $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s" | tee -a $res/parts.txt; tail -6 $res/$name.log; pack; }
-part probe-gpu-tests 170 python3 -m pytest tests/test_probe_entry_gpu.py tests/test_probe_sanitizer_gpu.py -q -rA -p no:cacheprovider --noconftest -m gpu
+part probe-gpu-tests 110 python3 -m pytest tests/test_probe_entry_gpu.py -k group_offload_with_a_stream -q -rA -p no:cacheprovider --noconftest -m gpu
 part compiled-gpu-tests 70 env PYTHONFAULTHANDLER=1 python3 -m pytest tests/test_probe_compiled_gpu.py -q -rA -p no:cacheprovider --noconftest -m gpu
 ls $res
