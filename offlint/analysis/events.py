@@ -12,7 +12,7 @@ from offlint.analysis.facts import global_values, is_parameter
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import FunctionInfo
-from offlint.analysis.syntax import walk
+from offlint.analysis.syntax import name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 
 
@@ -99,7 +99,7 @@ def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionIn
             break
         if is_parameter(scope, name):
             return []  # handed in: made who knows how
-        found = _stores_by_key([scope], _name_of).get(name, [])
+        found = _stores_by_key([scope], name_of).get(name, [])
         if found:
             return found
         scope = scope.parent
@@ -117,7 +117,7 @@ def _stores_by_key(
             if assign.value is None:
                 continue
             for target in assign.targets:
-                key = key_of(_unsubscripted(target))
+                key = key_of(unsubscripted(target))
                 if key is not None:
                     found.setdefault(key, []).append(assign.value)
                     continue
@@ -126,7 +126,7 @@ def _stores_by_key(
                 values = assign.value
                 paired = isinstance(values, cst.Tuple | cst.List) and len(values.elements) == len(target.elements)
                 for index, element in enumerate(target.elements):
-                    key = key_of(_unsubscripted(element.value))
+                    key = key_of(unsubscripted(element.value))
                     if key is None:
                         continue
                     if paired:
@@ -135,20 +135,12 @@ def _stores_by_key(
                         found.setdefault(key, []).append(cst.Ellipsis())  # unpacked from something opaque
         for site in scope.calls:
             if site.method in ("append", "insert", "extend", "add") and site.receiver is not None and site.node.args:
-                key = key_of(_unsubscripted(site.receiver))
+                key = key_of(unsubscripted(site.receiver))
                 if key is not None:
                     found.setdefault(key, []).append(site.node.args[-1].value)
     return found
 
 
-def _name_of(expr: cst.BaseExpression) -> str | None:
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
-def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Subscript):
-        expr = expr.value
-    return expr
 
 
 def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
@@ -174,12 +166,12 @@ def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: Functi
     the call enclosing it) filled only with events recorded as they were added
     (`done.append(stream.record_event())`, `[main.record_event()] * n`): every element was
     recorded within this call, so in the same capture as any wait on it."""
-    container = _unsubscripted(expr)
+    container = unsubscripted(expr)
     if container is expr and isinstance(expr, cst.Name):
         loop = _loop_over(fn, expr)
         if loop is None:
             return False
-        container = _unsubscripted(loop)
+        container = unsubscripted(loop)
     if not isinstance(container, cst.Name) or handed_in_by_caller(container, fn):
         return False
     values = _event_bindings(model, container, fn)

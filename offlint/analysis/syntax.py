@@ -211,3 +211,15 @@ def own_nodes(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
             if type(child) in SCOPE_TYPES:
                 continue
             stack.append(child)
+
+
+def unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`self.events` for `self.events[i][j]`: where a subscripted value is held."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return expr
+
+
+def name_of(expr: cst.BaseExpression) -> str | None:
+    """`x` for the name `x`, else None."""
+    return expr.value if isinstance(expr, cst.Name) else None

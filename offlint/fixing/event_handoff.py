@@ -31,13 +31,14 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import parse_template_expression, parse_template_statement
 
+from offlint.analysis.facts import is_name
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, ClassInfo, FunctionInfo, ModuleModel
-from offlint.analysis.syntax import walk
+from offlint.analysis.syntax import unsubscripted, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan
-from offlint.fixing.findings import findings, site_of
+from offlint.fixing.findings import at_call_sites
 
 RULES = ("OFL101", "OFL202")
 
@@ -76,10 +77,7 @@ def plan_event_handoffs(
     # (class, attr) whose producers and __init__ are planned: "" done, else why they cannot be
     tagged: dict[tuple[int, str], str] = {}
     wrapped: list[cst.BaseStatement] = []
-    for found in findings(model, RULES, floor):
-        site = site_of(model, found.node)
-        if site is None:
-            continue
+    for found, site in at_call_sites(model, RULES, floor):
         handoff = _handoff(model, site)
         if isinstance(handoff, str):
             plan.not_fixed.append((found.code, found.node, handoff))
@@ -142,7 +140,7 @@ def _handoff(model: ModuleModel, site: CallSite) -> Handoff | str:
 def _storage(fn: FunctionInfo, event: cst.BaseExpression) -> Storage | None:
     local = None
     if isinstance(event, cst.Name):
-        sources = [a.value for a in fn.assignments if any(_is_name(t, event.value) for t in a.targets)]
+        sources = [a.value for a in fn.assignments if any(is_name(t, event.value) for t in a.targets)]
         if len(sources) != 1 or sources[0] is None:
             return None
         local, event = event.value, sources[0]
@@ -153,9 +151,6 @@ def _storage(fn: FunctionInfo, event: cst.BaseExpression) -> Storage | None:
     attr = self_attribute(event)
     return Storage(attr, index, local) if attr is not None else None
 
-
-def _is_name(node: cst.BaseExpression, name: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
 
 
 def _records_into(model: ModuleModel, method: FunctionInfo, storage: Storage) -> list[Producer]:
@@ -257,20 +252,20 @@ def _not_repeatable(cls: ClassInfo, producer: Producer, storage: Storage, consum
     consumer only reads. Empty when a re-issue only copies again."""
     method = producer.method
     written_by_consumer = {
-        attr for a in consumer.assignments for t in a.targets if (attr := self_attribute(_unsubscripted(t))) is not None
+        attr for a in consumer.assignments for t in a.targets if (attr := self_attribute(unsubscripted(t))) is not None
     }
     read_by_consumer = {self_attribute(n) for n in walk(consumer.node.body) if isinstance(n, cst.Attribute)}
     changed: list[str] = []
     for assign in method.assignments:
         for target in assign.targets:
-            attr = self_attribute(_unsubscripted(target))
+            attr = self_attribute(unsubscripted(target))
             if attr is None or attr == storage.attr:
                 continue
             if attr in read_by_consumer and attr not in written_by_consumer:
                 continue  # what the copy makes, handed to the consumer
             changed.append(attr)
     for site in method.calls:
-        receiver = _unsubscripted(site.receiver) if site.receiver is not None else None
+        receiver = unsubscripted(site.receiver) if site.receiver is not None else None
         attr = self_attribute(receiver) if receiver is not None else None
         if site.method in _MUTATORS and attr is not None and attr != storage.attr:
             changed.append(attr)
@@ -287,11 +282,6 @@ def _not_repeatable(cls: ClassInfo, producer: Producer, storage: Storage, consum
             return f"re-issuing `{method.name}` may raise (`{fn.name}` checks state): not repeatable"
     return ""
 
-
-def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Subscript):
-        expr = expr.value
-    return expr
 
 
 def _wait_statement(fn: FunctionInfo, site: CallSite, storage: Storage) -> cst.BaseStatement:

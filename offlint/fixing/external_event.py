@@ -27,11 +27,11 @@ from libcst import matchers as m
 from offlint.analysis.facts import is_parameter
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
-from offlint.analysis.syntax import walk
+from offlint.analysis.syntax import name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 from offlint.diagnostics import Confidence
 from offlint.fixing.edits import StatementPlan
-from offlint.fixing.findings import findings, site_of
+from offlint.fixing.findings import at_call_sites
 
 RULES = ("OFL101", "OFL202")
 _EXTERNAL = m.Arg(keyword=m.Name("external"))
@@ -40,10 +40,7 @@ _EXTERNAL = m.Arg(keyword=m.Name("external"))
 def plan_external_events(model: ModuleModel, floor: Confidence) -> StatementPlan:
     plan = StatementPlan()
     by_statement: dict[cst.BaseStatement, list[cst.Call]] = {}
-    for found in findings(model, RULES, floor):
-        site = site_of(model, found.node)
-        if site is None:
-            continue
+    for found, site in at_call_sites(model, RULES, floor):
         made = _constructors(model, site)
         if isinstance(made, str):
             plan.not_fixed.append((found.code, found.node, made))
@@ -153,7 +150,7 @@ def _constructors(model: ModuleModel, site: CallSite) -> list[cst.Call] | str:
 def _recorded_in_view(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -> bool:
     """Some call of the module records the event: `<same storage>.record(...)` (by its `self.`
     attribute or name, subscripts aside), or a local recorded and then stored there."""
-    base = _unsubscripted(event)
+    base = unsubscripted(event)
     attr = self_attribute(base)
     name = base.value if isinstance(base, cst.Name) else None
     if attr is not None:
@@ -165,7 +162,7 @@ def _recorded_in_view(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpre
         return attr in model.remembered(("self attributes recorded", id(cls)), index)
 
     def same(expr: cst.BaseExpression) -> bool:
-        inner = _unsubscripted(expr)
+        inner = unsubscripted(expr)
         if attr is not None:
             return self_attribute(inner) == attr
         return name is not None and isinstance(inner, cst.Name) and inner.value == name
@@ -201,12 +198,12 @@ def _recorded_keys(
         }
         for site in scope.calls:
             if site.method == "record" and site.receiver is not None:
-                key = key_of(_unsubscripted(site.receiver))
+                key = key_of(unsubscripted(site.receiver))
                 if key is not None:
                     keys.add(key)
         for assign in scope.assignments:  # `ev.record(); self.E[i] = ev`
             if isinstance(assign.value, cst.Name) and assign.value.value in recorded:
-                keys.update(k for t in assign.targets if (k := key_of(_unsubscripted(t))) is not None)
+                keys.update(k for t in assign.targets if (k := key_of(unsubscripted(t))) is not None)
     return keys
 
 
@@ -237,7 +234,7 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     while scope is not None:
         if is_parameter(scope, name):
             return f"`{model.code_for(event)}` is handed in by the caller of `{scope.qualname}`"
-        found = _stored_by_key(model, [scope], _name_of).get(name, [])
+        found = _stored_by_key(model, [scope], name_of).get(name, [])
         if found:
             return found
         scope = scope.parent
@@ -261,7 +258,7 @@ def _stored_by_key(
     for scope in scopes:
         for assign in scope.assignments:
             for target in assign.targets:
-                key = key_of(_unsubscripted(target))
+                key = key_of(unsubscripted(target))
                 if key is not None:
                     if assign.value is None:
                         why.setdefault(key, "the event is bound by an augmented assignment")
@@ -269,7 +266,7 @@ def _stored_by_key(
                         found.setdefault(key, []).append(assign.value)
                 elif isinstance(target, cst.Tuple | cst.List):
                     for element in target.elements:
-                        key = key_of(_unsubscripted(element.value))
+                        key = key_of(unsubscripted(element.value))
                         if key is not None:
                             why.setdefault(
                                 key,
@@ -279,7 +276,7 @@ def _stored_by_key(
                             )
         for site in scope.calls:
             if site.method in ("append", "insert", "extend", "add") and site.receiver is not None and site.node.args:
-                key = key_of(_unsubscripted(site.receiver))
+                key = key_of(unsubscripted(site.receiver))
                 if key is not None:
                     found.setdefault(key, []).append(site.node.args[-1].value)
         for node in _loops(model, scope):  # `for ev in ...:` binds it from something unseen
@@ -292,14 +289,6 @@ def _stored_by_key(
     return stored
 
 
-def _name_of(expr: cst.BaseExpression) -> str | None:
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
-def _unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Subscript):
-        expr = expr.value
-    return expr
 
 
 def _loops(model: ModuleModel, fn: FunctionInfo) -> list[cst.For]:

@@ -40,7 +40,11 @@ def findings(model: ModuleModel, codes: tuple[str, ...], floor: Confidence) -> I
                 yield Found(code, finding.node, confidence)
 
 
-def site_of(model: ModuleModel, node: cst.CSTNode) -> CallSite | None:
-    """The call site whose call is `node` (the module's sites indexed once)."""
+def at_call_sites(model: ModuleModel, codes: tuple[str, ...], floor: Confidence) -> Iterator[tuple[Found, CallSite]]:
+    """The findings of `codes` reported at a call (a wait, a fork), each with its call site (the
+    module's sites indexed once)."""
     by_node = model.remembered(("call sites by node",), lambda: {id(site.node): site for site in model.all_calls()})
-    return by_node.get(id(node))
+    for found in findings(model, codes, floor):
+        site = by_node.get(id(found.node))
+        if site is not None:
+            yield found, site

@@ -28,7 +28,7 @@ from offlint.analysis.syntax import same_code, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan
-from offlint.fixing.findings import findings, site_of
+from offlint.fixing.findings import at_call_sites
 
 RULES = ("OFL103",)
 
@@ -37,10 +37,7 @@ def plan_fork_joins(model: ModuleModel, floor: Confidence) -> StatementPlan:
     plan = StatementPlan()
     spelling = CaptureTestSpelling(model, plan, RULES)
     anchored: set[int] = set()
-    for found in findings(model, RULES, floor):
-        site = site_of(model, found.node)
-        if site is None:
-            continue
+    for found, site in at_call_sites(model, RULES, floor):
         placed = _join(model, site, spelling)
         if isinstance(placed, str):
             plan.not_fixed.append((found.code, found.node, placed))

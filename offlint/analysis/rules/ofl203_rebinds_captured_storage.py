@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from offlint.analysis.facts import called_function
+from offlint.analysis.facts import called_function, is_none
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cuda_device, self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.module_moves import MoveTarget, module_moves
@@ -81,7 +81,7 @@ def _same_target_rebindings(fn: FunctionInfo, assign: Assignment) -> list[Assign
         for other in fn.assignments
         if other is not assign
         and other.value is not None
-        and not _is_none(other.value)
+        and not is_none(other.value)
         and any(same_code(t, u) for t in other.targets for u in assign.targets)
     ]
 
@@ -139,7 +139,7 @@ def _rebindings(
         if fn.cls is not cls:
             continue
         for assign in fn.assignments:
-            if assign.value is None or _is_none(assign.value):
+            if assign.value is None or is_none(assign.value):
                 continue
             if (
                 any(_target_attr(t) == attr for t in assign.targets)
@@ -178,9 +178,6 @@ def _target_attr(target: cst.BaseExpression) -> str | None:
 def _is_data_target(target: cst.BaseExpression) -> bool:
     return isinstance(target, cst.Attribute) and target.attr.value == "data"
 
-
-def _is_none(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _is_new_pinned(model: ModuleModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:
