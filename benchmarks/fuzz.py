@@ -461,10 +461,10 @@ def failures_for(
 
     from offlint.analysis.engine import FileSettings, decode_source
     from offlint.analysis.guard import refusal
-    from offlint.analysis.run import guarded_check
     from offlint.catalogue import load_catalogue
     from offlint.diagnostics import ErrorKind
     from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+    from offlint.pipeline.check import guarded_check
 
     select = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)
     found: list[tuple[str, str]] = []

@@ -30,7 +30,7 @@ EXIT_ERROR = 2
 
 _LAZY_COMMANDS = {
     "check": ("offlint.cli", "check_command"),
-    "fix": ("offlint.fixing.command", "fix_command"),
+    "fix": ("offlint.cli_fix", "fix_command"),
     "probe": ("offlint.probing.command", "probe_command"),
     "rule": ("offlint.cli", "rule_command"),
     "rules": ("offlint.cli", "rules_command"),
@@ -322,7 +322,7 @@ def apply_check_fixes(
     import io
 
     from offlint.catalogue import load_catalogue
-    from offlint.fixing.command import run_fix
+    from offlint.pipeline.fix import run_fix
 
     unsafe_codes = () if unsafe else tuple(
         code for code, spec in load_catalogue().items() if spec.fix_safety.value != "safe"
@@ -402,7 +402,7 @@ def run_check(request: CheckRequest) -> int:
                 raise ConfigError("`-` (stdin) cannot be combined with other paths")
             if stdin and (request.add_noqa or request.show_files):
                 raise ConfigError(f"{'--add-noqa' if request.add_noqa else '--show-files'} needs files, not `-` (stdin)")
-            from offlint.analysis.checking import validate_overrides
+            from offlint.pipeline.check_command import validate_overrides
 
             validate_overrides(overrides)
             if request.show_files:
@@ -423,8 +423,8 @@ def run_check(request: CheckRequest) -> int:
 def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, baseline: Baseline | None) -> int:
     import time
 
-    from offlint.analysis.checking import check_stdin, exit_code_for
-    from offlint.analysis.run import CheckOptions, check_paths
+    from offlint.pipeline.check import CheckOptions, check_paths
+    from offlint.pipeline.check_command import check_stdin, exit_code_for
     from offlint.reporting import render, render_run_errors, render_statistics, render_summary
 
     started = time.perf_counter()
@@ -477,7 +477,7 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
     if request.verbose:
         click.echo(_verbose_lines(request, report, time.perf_counter() - started), err=True, nl=False)
     if request.timings:
-        from offlint.analysis.checking import _timings_table
+        from offlint.pipeline.check_command import _timings_table
 
         click.echo(_timings_table(report), err=True)
     return exit_code_for(report)
@@ -503,7 +503,7 @@ def _show_files(request: CheckRequest) -> int:
 
 def _show_settings(request: CheckRequest, overrides: SelectionOverrides) -> int:
     """`--show-settings`: what the first path is checked with, after config and command line."""
-    from offlint.analysis.run import settings_for
+    from offlint.pipeline.check import settings_for
 
     path = request.paths[0]
     if str(path) == "-":
@@ -578,58 +578,9 @@ def _write_baseline(request: CheckRequest, report: RunReport, cwd: Path) -> int:
 
 
 def _add_noqa(request: CheckRequest, report: RunReport, cwd: Path) -> int:
-    """`--add-noqa`: a directive for every finding, written in place; exit 0 when each finding is
-    now suppressed, 2 when a file could not be edited (one line each)."""
-    import io
-    import tokenize
+    from offlint.pipeline.add_noqa import add_noqa
 
-    from offlint.analysis.guard import compile_quietly
-    from offlint.analysis.positions import ast_statement_spans
-    from offlint.diagnostics import ErrorKind, FileError, RunReport
-    from offlint.fixing.writes import write_if_unchanged
-    from offlint.reporting import render_run_errors
-    from offlint.suppression import add_directives
-
-    def spans_of(text: str) -> list[tuple[int, int]]:
-        return ast_statement_spans(compile_quietly(text))  # the user's warnings are not ours to print
-
-    errors: list[FileError] = list(report.all_errors)
-    added = files = 0
-    for file_report in report.files:
-        if not file_report.diagnostics:
-            continue
-        display = file_report.path
-        path = cwd / display
-        wanted: dict[int, set[str]] = {}
-        for diagnostic in file_report.diagnostics:
-            wanted.setdefault(diagnostic.location.line, set()).add(diagnostic.code)
-        try:
-            data = path.read_bytes()
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
-            text = data[len(bom) :].decode("utf-8" if encoding == "utf-8-sig" else encoding)
-            if bom + text.encode("utf-8" if encoding == "utf-8-sig" else encoding) != data:
-                raise ValueError("its bytes do not survive decoding and encoding again")
-        except (OSError, SyntaxError, ValueError, LookupError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            errors.append(FileError(display, ErrorKind.WRITE, f"cannot add suppressions: {reason}"))
-            continue
-        result = add_directives(text, wanted, spans_of)
-        for line, code in result.unplaced:
-            errors.append(FileError(display, ErrorKind.WRITE, f"no place for a suppression of {code}", line=line))
-        if result.added:
-            new = bom + result.text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
-            error = write_if_unchanged(path, display, data, new)
-            if error is not None:
-                errors.append(error)
-                continue
-            added += result.added
-            files += 1
-    click.echo(render_run_errors(RunReport(errors=errors)), err=True, nl=False)
-    if not request.quiet:
-        noun = "suppression" if added == 1 else "suppressions"
-        click.echo(f"Added {added} {noun} to {files} file{'s' if files != 1 else ''}.", err=True)
-    return EXIT_ERROR if errors else EXIT_CLEAN
+    return add_noqa(report, cwd, quiet=request.quiet)
 
 
 @click.command("rule")

@@ -48,7 +48,7 @@ REMOVED_KEYS = {
     "target-torch": "it was removed: no rule depends on the PyTorch version (every fact the rules "
     "rest on was measured on 2.11, and none is known to differ by version); delete the line",
 }
-# `[tool.offlint.fix]`: what `offlint fix` reads (fixing/command.py validates the value itself)
+# `[tool.offlint.fix]`: what `offlint fix` reads (pipeline/fix.py validates the value itself)
 FIX_KEYS = frozenset({"strategy"})
 CONFIDENCE_LEVELS = ("high", "medium", "low")
 _SELECTOR = re.compile(r"^(ALL|OFL\d{0,3})$")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -86,6 +87,10 @@ class Diagnostic:
     @property
     def fixable(self) -> bool:
         return self.fix_safety is not FixSafety.NONE
+
+    def without_fix(self) -> Diagnostic:
+        """This diagnostic, offering no fix (its rule has one, but not for this code)."""
+        return self if not self.fixable else dataclasses.replace(self, fix_safety=FixSafety.NONE)
 
 
 @dataclass(frozen=True)

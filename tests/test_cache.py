@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from offlint.analysis import cache as cache_module
-from offlint.analysis.run import CheckOptions, check_paths
 from offlint.catalogue import load_catalogue
 from offlint.config import SelectionOverrides
 from offlint.diagnostics import RunReport
+from offlint.pipeline.check import CheckOptions, check_paths
 
 CATALOGUE = load_catalogue()
 
@@ -235,7 +235,7 @@ def test_concurrent_writers_merge(project: Path, monkeypatch: pytest.MonkeyPatch
 
 def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Spy on the run's file reads (the real function still runs)."""
-    from offlint.analysis import run as run_module
+    from offlint.pipeline import check as run_module
 
     seen: list[str] = []
     real_read = run_module.read_file_and_stat

@@ -21,10 +21,10 @@ from offlint.analysis.engine import (
     decode_source,
     may_hold_hazard,
 )
-from offlint.analysis.run import EARLY_POOL_MIN_FILES, CheckOptions, check_paths
 from offlint.catalogue import RuleExample, load_catalogue
 from offlint.config import SelectionOverrides
 from offlint.diagnostics import FileReport, RunReport
+from offlint.pipeline.check import EARLY_POOL_MIN_FILES, CheckOptions, check_paths
 
 CATALOGUE = load_catalogue()
 EXAMPLES = [ex for spec in CATALOGUE.values() for ex in (*spec.bad, *spec.good)]
@@ -82,7 +82,7 @@ def test_same_findings_with_one_and_two_processes(tmp_path: Path, monkeypatch: p
 
 
 def test_pre_commit_runs_without_a_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from offlint.analysis import run as run_module
+    from offlint.pipeline import check as run_module
 
     monkeypatch.setenv("PRE_COMMIT", "1")
     assert run_module.serial_only(None)

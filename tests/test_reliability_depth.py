@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from offlint.analysis import run
 from offlint.analysis.deep_stack import on_deep_stack
 from offlint.analysis.engine import FileSettings
 from offlint.analysis.guard import refusal
@@ -24,6 +23,7 @@ from offlint.catalogue import load_catalogue
 from offlint.diagnostics import FileReport
 from offlint.fixing import apply
 from offlint.fixing.apply import FIXABLE_RULES, FixSettings, changed_outside, fix_source
+from offlint.pipeline import check as run
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sglang_offloader_original.py"
 ALL = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)

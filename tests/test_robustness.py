@@ -276,7 +276,7 @@ def test_unreadable_file_and_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_path_vanishing_mid_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import offlint.analysis.run as run_module
+    import offlint.pipeline.check as run_module
 
     for name in ("a.py", "b.py", "c.py"):
         (tmp_path / name).write_text(OFFLOADER)

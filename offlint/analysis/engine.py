@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
 from offlint.analysis.guard import parse_with_cpython, refusal
@@ -45,6 +45,20 @@ if TYPE_CHECKING:
     from offlint.analysis.model import ModuleModel
     from offlint.analysis.program import ModelOptions
     from offlint.analysis.rule import Finding, Rule
+
+
+class FixConfirmer(Protocol):
+    """Says which diagnostics `offlint fix` really removes, so `check` marks only those fixable
+    ([*]). The fixing layer implements it and the pipeline hands it in: analysis never imports
+    fixing."""
+
+    def may_plan(self, model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]) -> bool:
+        """On a skeleton model: False when no fix is planned for these, so no libcst parse is needed."""
+        ...
+
+    def confirm(self, model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        """The diagnostics, fixable only where a fix is planned for them on this lossless model."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -170,13 +184,14 @@ def check_source(
     settings: FileSettings,
     *,
     prefiltered: bool = False,
-    confirm_fixes: bool = True,
+    fixes: FixConfirmer | None = None,
 ) -> FileReport:
     """Analyse one file's bytes. Never raises: failures become FileErrors on the report.
 
     `prefiltered`: the caller already ran the prefilter on this text and it passed.
-    `confirm_fixes`: mark a diagnostic fixable only when `offlint fix` really removes it (the
-    fixer itself turns this off when it re-checks its output).
+    `fixes`: marks a diagnostic fixable only when `offlint fix` really removes it (the pipeline
+    hands in the fixing layer's; without one a diagnostic keeps its rule's fix safety, which is
+    what `fix` wants when it re-checks its own output).
     """
     report = FileReport(path=path)
     started = time.perf_counter()
@@ -193,7 +208,7 @@ def check_source(
         if not passed:
             report.index = marks_of_unanalysed(text, path)
             return report
-    return analyse_text(text, path, settings, report, confirm_fixes=confirm_fixes)
+    return analyse_text(text, path, settings, report, fixes=fixes)
 
 
 def analyse_text(
@@ -202,7 +217,7 @@ def analyse_text(
     settings: FileSettings,
     report: FileReport,
     *,
-    confirm_fixes: bool = True,
+    fixes: FixConfirmer | None = None,
 ) -> FileReport:
     """Parse, model, run the selected rules, position the findings.
 
@@ -214,7 +229,7 @@ def analyse_text(
     rules = selected_rules(settings.select)
     if not rules:
         return report
-    job = _Job(text, path, settings, rules, report, confirm_fixes)
+    job = _Job(text, path, settings, rules, report, fixes)
     with _gc_paused():
         return _analyse(job)
 
@@ -228,7 +243,7 @@ class _Job:
     settings: FileSettings
     rules: list[Rule]
     report: FileReport
-    confirm_fixes: bool
+    fixes: FixConfirmer | None
 
     def options(self) -> ModelOptions:
         from offlint.analysis.program import ModelOptions
@@ -308,28 +323,27 @@ def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:
                 job.path, job.text, findings, locate_all, lambda: ast_statement_spans(tree)
             )
             report.timings["position"] = time.perf_counter() - started
-        if job.confirm_fixes and any(d.fixable for d in report.diagnostics):
-            _confirm_fixes_with_libcst(job, model)
+        if job.fixes is not None and any(d.fixable for d in report.diagnostics):
+            _confirm_fixes_with_libcst(job, job.fixes, model)
     finally:
         model.dispose()
     return report
 
 
-def _confirm_fixes_with_libcst(job: _Job, skeleton_model: ModuleModel) -> None:
+def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: ModuleModel) -> None:
     """The fixers plan on a lossless tree: parse the file with libcst, as `fix` would, unless no
     fixer gets as far as writing code on the skeleton."""
     import libcst
 
     from offlint.analysis.model import ModuleModel
-    from offlint.fixing.availability import confirm_fix_availability, fixers_may_plan, without_fixes
 
     report = job.report
     started = time.perf_counter()
     settings = job.settings
-    if not _fixable_at_floor(report.diagnostics, settings.min_confidence) or not fixers_may_plan(
+    if not _fixable_at_floor(report.diagnostics, settings.min_confidence) or not fixes.may_plan(
         skeleton_model, settings, report.diagnostics
     ):
-        report.diagnostics = without_fixes(report.diagnostics)
+        report.diagnostics = [d.without_fix() for d in report.diagnostics]
     else:
         refused = refusal(job.text)
         if refused is not None:
@@ -337,7 +351,7 @@ def _confirm_fixes_with_libcst(job: _Job, skeleton_model: ModuleModel) -> None:
             report.diagnostics = []
             return
         full = ModuleModel(libcst.parse_module(job.text), job.options())
-        report.diagnostics = confirm_fix_availability(full, job.settings, report.diagnostics)
+        report.diagnostics = fixes.confirm(full, job.settings, report.diagnostics)
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
 
@@ -407,14 +421,12 @@ def _analyse_libcst(job: _Job) -> FileReport:
                 path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module)
             )
             report.timings["position"] = time.perf_counter() - started
-        if job.confirm_fixes and any(d.fixable for d in report.diagnostics):
+        if job.fixes is not None and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
-            from offlint.fixing.availability import confirm_fix_availability, without_fixes
-
             if _fixable_at_floor(report.diagnostics, settings.min_confidence):
-                report.diagnostics = confirm_fix_availability(model, settings, report.diagnostics)
+                report.diagnostics = job.fixes.confirm(model, settings, report.diagnostics)
             else:
-                report.diagnostics = without_fixes(report.diagnostics)
+                report.diagnostics = [d.without_fix() for d in report.diagnostics]
             report.timings["fix availability"] = time.perf_counter() - started
         model.dispose()
     except Exception as exc:  # one bad file never stops the run; internal errors are reported

@@ -11,7 +11,8 @@
 - `mechanical.py` holds the small one-statement fixes (OFL204, OFL106);
 - `apply.py` runs the fixers to convergence and refuses results that do not parse;
 - `writes.py` writes atomically and never over a file that changed since it was read;
-- `diffs.py` renders the unified diff; `command.py` is the click command.
+- `diffs.py` renders the unified diff;
+- `availability.py` tells `check` which diagnostics a fixer really removes ([*]).
 
 Nothing here imports torch.
 """

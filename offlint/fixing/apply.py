@@ -248,7 +248,7 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         result.errors.append(refusal_error(path, refused))
         return result
     # a fix acts on what `check` shows at the same confidence floor, never on more
-    checked = check_source(data, path, _check_settings(settings), confirm_fixes=False)
+    checked = check_source(data, path, _check_settings(settings))
     if checked.errors:
         result.errors.extend(checked.errors)
         return result
@@ -367,12 +367,7 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         )
     result.edits.sort(key=lambda e: (e.line, e.rule))
     result.fixed = current
-    report = check_source(
-        current,
-        path,
-        _check_settings(settings),
-        confirm_fixes=False,
-    )
+    report = check_source(current, path, _check_settings(settings))
     result.left = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
     result.remaining = [d for d in result.left if d.fixable]
     try:

@@ -9,16 +9,16 @@ from pathlib import Path
 import click
 
 from offlint.analysis.engine import DecodeError, decode_source
-from offlint.analysis.run import (
+from offlint.catalogue import CatalogueError, default_selection
+from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
+from offlint.diagnostics import RunReport
+from offlint.pipeline.check import (
     CheckOptions,
     below_floor_hidden,
     check_paths,
     guarded_check,
     settings_for,
 )
-from offlint.catalogue import CatalogueError, default_selection
-from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
-from offlint.diagnostics import RunReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -1,4 +1,4 @@
-"""Run the analysis over many files: discovery, per-file settings, cache, prefilter, parsing.
+"""The check pipeline over many files: discovery, per-file settings, cache, prefilter, analysis.
 
 Parsing with libcst is the whole cost, so the work is staged and only what is left reaches it:
 
@@ -41,6 +41,7 @@ from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_sel
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
+    Diagnostic,
     ErrorKind,
     FileError,
     FileReport,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
     from offlint.analysis.callgraph import Seed
+    from offlint.analysis.model import ModuleModel
 
 # below this many bytes of candidate source a pool costs more than it saves (~0.3 s of parsing)
 PARALLEL_THRESHOLD_BYTES = 250_000
@@ -403,14 +405,35 @@ def _analyse(job: Job) -> FileReport:
     return guarded_check(data, display, settings, prefiltered=True)
 
 
+class _FixAvailability:
+    """The fixing layer's `FixConfirmer`, imported on first use: a file the prefilter drops never
+    pays for libcst and the fixers."""
+
+    def may_plan(self, model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]) -> bool:
+        from offlint.fixing.availability import FIX_AVAILABILITY
+
+        return FIX_AVAILABILITY.may_plan(model, settings, diagnostics)
+
+    def confirm(self, model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+        from offlint.fixing.availability import FIX_AVAILABILITY
+
+        return FIX_AVAILABILITY.confirm(model, settings, diagnostics)
+
+
+FIX_AVAILABILITY = _FixAvailability()
+
+
 def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefiltered: bool = False) -> FileReport:
     """`check_source` on a deep-stack thread, inside the file's error boundary: whatever fails
-    (a RecursionError, a bug) is one error of this file and the run goes on."""
+    (a RecursionError, a bug) is one error of this file and the run goes on. A diagnostic is
+    marked fixable only where `fix` really removes it."""
     from offlint.analysis.deep_stack import on_deep_stack
     from offlint.analysis.engine import parse_error
 
     try:
-        return on_deep_stack(lambda: check_source(data, display, settings, prefiltered=prefiltered))
+        return on_deep_stack(
+            lambda: check_source(data, display, settings, prefiltered=prefiltered, fixes=FIX_AVAILABILITY)
+        )
     except Exception as exc:
         return FileReport(path=display, errors=[parse_error(display, exc)])
 

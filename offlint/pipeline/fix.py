@@ -1,4 +1,5 @@
-"""`offlint fix`: show (default) or apply the fixes for capture hazards.
+"""The fix pipeline (`offlint fix`, `check --fix`): which files, which settings, the fixes, the
+writes, the report and the exit code.
 
 Exit codes: 2 when any file could not be read, parsed, fixed or written (the others are still
 fixed); otherwise, without `--apply`, 1 when something would change and 0 when nothing would;
@@ -11,111 +12,14 @@ temporary files a killed run left next to the files it fixes are removed first.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from offlint.cli_options import discovery_options
 from offlint.diagnostics import FileError
 from offlint.reporting._sources import printable
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
-
-
-def _split(values: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
-@click.command("fix")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--apply",
-    "apply_",
-    is_flag=True,
-    help="Write the fixes (atomically); without it nothing is written.",
-)
-@click.option(
-    "--diff",
-    "show_diff",
-    is_flag=True,
-    help="Print the unified diff (the default without --apply).",
-)
-@click.option(
-    "--strategy",
-    type=click.Choice(["auto", "overlap", "inline"]),
-    default=None,
-    help="Offloader rewrite: overlap (primed prefetch, keeps H2D overlapped in graphs) or inline "
-    "(smallest change). auto: overlap where applicable. [default: auto, or [tool.offlint.fix] strategy]",
-)
-@click.option("--select", multiple=True, help="Only fix these rule codes or prefixes.")
-@click.option("--ignore", multiple=True, help="Do not fix these rule codes or prefixes.")
-@click.option(
-    "--min-confidence",
-    type=click.Choice(["high", "medium", "low"]),
-    help="Fix the findings `check` shows at this floor (default: medium; config min-confidence).",
-)
-@click.option(
-    "--exit-zero",
-    is_flag=True,
-    help="With --apply: exit 0 even when hazards remain after fixing (by default they fail the run).",
-)
-@click.option(
-    "--exit-non-zero-on-fix",
-    is_flag=True,
-    help="With --apply: exit 1 when anything was fixed, even if no hazard remains.",
-)
-@click.option(
-    "--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path),
-    help="Use this pyproject.toml / offlint.toml.",
-)
-@click.option(
-    "--color/--no-color",
-    default=None,
-    help="Force colour on or off (default: when stdout is a terminal).",
-)
-@discovery_options
-def fix_command(
-    paths: tuple[Path, ...],
-    apply_: bool,
-    show_diff: bool,
-    strategy: str | None,
-    select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    min_confidence: str | None,
-    exit_zero: bool,
-    exit_non_zero_on_fix: bool,
-    output_format: str,
-    config_file: Path | None,
-    color: bool | None,
-    force_exclude: bool | None,
-    respect_gitignore: bool | None,
-) -> None:
-    """Rewrite capture hazards in PATHS into capture-aware code (diff by default)."""
-    from offlint.config import DiscoveryOverrides, discovery_overrides
-
-    discovery = DiscoveryOverrides(respect_gitignore=respect_gitignore, force_exclude=force_exclude)
-    with discovery_overrides(discovery):
-        code = run_fix(
-            paths=paths or (Path("."),),
-            apply=apply_,
-            show_diff=show_diff or not apply_,
-            strategy=strategy,
-            select=_split(select) if select else None,
-            ignore=_split(ignore),
-            output_format=output_format,
-            config_file=config_file,
-            color=sys.stdout.isatty() if color is None else color,
-            min_confidence=min_confidence,
-            exit_zero=exit_zero,
-            exit_non_zero_on_fix=exit_non_zero_on_fix,
-        )
-    sys.exit(code)
 
 
 def run_fix(
@@ -133,7 +37,6 @@ def run_fix(
     exit_zero: bool = False,
     exit_non_zero_on_fix: bool = False,
 ) -> int:
-    from offlint.analysis.run import read_file
     from offlint.catalogue import CatalogueError, load_catalogue
     from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, resolve_selection
     from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
@@ -148,6 +51,7 @@ def run_fix(
         tree_roots,
         write_if_unchanged,
     )
+    from offlint.pipeline.check import read_file
 
     cwd = Path.cwd().resolve()
     overrides = SelectionOverrides(select=select, ignore=ignore)
