@@ -65,6 +65,32 @@ class Location:
 
 
 @dataclass(frozen=True)
+class TextEdit:
+    """Replace the text from (line, column) up to (end_line, end_column) with `content`; 1-based,
+    end exclusive; an insertion when both ends are the same point (ruff's and SARIF's edits)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """The fix a finding carries: what `offlint fix` changes for it, on the text `check` read.
+
+    A rewrite that fixes several findings together (an event's producer and its consumer) is one
+    fix, carried by each of them. `fix` applies fixes to convergence (a later pass may polish what
+    an earlier one wrote); these edits are its first pass.
+    """
+
+    title: str
+    safety: FixSafety
+    edits: tuple[TextEdit, ...]
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     path: str
     location: Location
@@ -79,6 +105,9 @@ class Diagnostic:
     # method of offloader-style class Offloader"): what a user checks first when triaging
     note: str | None = None
     confidence: Confidence = Confidence.HIGH
+    # what `fix` changes for this finding: set by the pipeline where a fixer plans it (then and
+    # only then the diagnostic stays fixable, [*]); None before that, and where none is planned
+    fix: Fix | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -86,11 +115,18 @@ class Diagnostic:
 
     @property
     def fixable(self) -> bool:
+        """Its rule offers a fix here. Once the pipeline has confirmed fixes (`check`), true
+        exactly when the diagnostic carries one (`fix`)."""
         return self.fix_safety is not FixSafety.NONE
 
     def without_fix(self) -> Diagnostic:
         """This diagnostic, offering no fix (its rule has one, but not for this code)."""
-        return self if not self.fixable else dataclasses.replace(self, fix_safety=FixSafety.NONE)
+        if not self.fixable and self.fix is None:
+            return self
+        return dataclasses.replace(self, fix_safety=FixSafety.NONE, fix=None)
+
+    def with_fix(self, fix: Fix) -> Diagnostic:
+        return dataclasses.replace(self, fix=fix, fix_safety=fix.safety)
 
 
 @dataclass(frozen=True)

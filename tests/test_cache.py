@@ -42,7 +42,7 @@ def summary(report: RunReport) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     for file in report.files:
         rows.extend(
-            (d.path, d.location, d.code, d.name, d.message, d.fix_title, d.fix_safety, d.source_line, d.note)
+            (d.path, d.location, d.code, d.name, d.message, d.fix_title, d.fix_safety, d.source_line, d.note, d.fix)
             for d in file.diagnostics
         )
         rows.extend((e.path, e.kind, e.message, e.line) for e in file.errors)

@@ -84,6 +84,22 @@ MSG_RECORD = (
     " i.e. the allocating stream itself: a no-op"
 )
 FIX_RECORD = "Take the consumer stream before entering the side-stream block and record that"
+# what `fix` writes for it, carried by the finding: three lines inserted before line 5 (the
+# `with`), line 7 replaced
+EDITS_RECORD = [
+    {
+        "content": "    # Taken before entering the side-stream block: inside it, current_stream() is the side\n"
+        "    # stream itself, and recording a tensor on its allocating stream does nothing.\n"
+        "    consumer_stream = torch.cuda.current_stream()\n",
+        "location": {"row": 5, "column": 1},
+        "end_location": {"row": 5, "column": 1},
+    },
+    {
+        "content": "        device.record_stream(consumer_stream)\n",
+        "location": {"row": 7, "column": 1},
+        "end_location": {"row": 8, "column": 1},
+    },
+]
 
 CONCISE = [
     f"pkg/host_sync.py:5:5: OFL105 {MSG_SYNC}",
@@ -272,7 +288,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "filename": "pkg/prefetch.py",
             "location": {"row": 7, "column": 9},
             "end_location": {"row": 7, "column": 58},
-            "fix": {"applicability": "safe", "message": FIX_RECORD},
+            "fix": {"applicability": "safe", "message": FIX_RECORD, "edits": EDITS_RECORD},
             "note": None,  # OFL204 does not depend on capture-reachability
             "confidence": "high",
         },
@@ -896,7 +912,7 @@ def test_subprocess_json_report_and_summary(project: Path) -> None:
         None,
         None,
         None,
-        {"applicability": "safe", "message": FIX_RECORD},
+        {"applicability": "safe", "message": FIX_RECORD, "edits": EDITS_RECORD},
     ]
     assert done.stderr == SUMMARY
 

@@ -223,7 +223,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
         "filename": "pkg/offload.py",
         "location": {"row": 6, "column": 9},
         "end_location": {"row": 6, "column": 26},
-        "fix": {"applicability": "unsafe", "message": "Skip the wait"},
+        "fix": {"applicability": "unsafe", "message": "Skip the wait", "edits": []},  # no edits: not confirmed by a fixer
         "note": None,
         "confidence": "high",
     }

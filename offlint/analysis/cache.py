@@ -48,8 +48,10 @@ from offlint.diagnostics import (
     ErrorKind,
     FileError,
     FileReport,
+    Fix,
     FixSafety,
     Location,
+    TextEdit,
 )
 
 try:  # blake2b without loading OpenSSL (hashlib's import costs a warm run ~2 ms more)
@@ -435,6 +437,7 @@ def _encode(report: FileReport) -> dict[str, Any]:
                 d.source_line,
                 d.note,
                 d.confidence.value,
+                _encode_fix(d.fix),
             ]
             for d in report.diagnostics
         ]
@@ -448,11 +451,28 @@ def _encode(report: FileReport) -> dict[str, Any]:
     return entry
 
 
+def _encode_fix(fix: Fix | None) -> list[Any] | None:
+    if fix is None:
+        return None
+    return [fix.title, fix.safety.value, [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits]]
+
+
+def _decode_fix(raw: Any) -> Fix | None:
+    if raw is None:
+        return None
+    title, safety, edits = raw
+    return Fix(
+        str(title),
+        FixSafety(safety),
+        tuple(TextEdit(int(a), int(b), int(c), int(d), str(text)) for a, b, c, d, text in edits),
+    )
+
+
 def _decode(entry: dict[str, Any], display: str) -> FileReport:
     report = FileReport(path=display, parsed=bool(entry["p"]), cached=True)
     report.suppressed = int(entry.get("s", 0))
     for row in entry.get("d", ()):
-        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence = row
+        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row
         report.diagnostics.append(
             Diagnostic(
                 path=display,
@@ -465,6 +485,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 source_line=str(source),
                 note=None if note is None else str(note),
                 confidence=Confidence(confidence),
+                fix=_decode_fix(fix),
             )
         )
     report.index = tuple(

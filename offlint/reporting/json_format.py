@@ -14,7 +14,8 @@ bumps it to `offlint-json/2`):
           "filename": "pkg/offload.py",     # relative to the project root, forward slashes
           "location": {"row": 12, "column": 9},        # 1-based, columns in characters
           "end_location": {"row": 12, "column": 16},   # exclusive end, like ruff and SARIF
-          "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>"} | null,
+          "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>",
+                  "edits": [{"content": "...", "location": {...}, "end_location": {...}}]} | null,
           "note": "capture-reachable: <why>" | null,  # rules that fire only in capture-reachable code
           "confidence": "high" | "medium" | "low"     # how capture reaches it (shared/CATALOGUE.md)
         }
@@ -25,7 +26,9 @@ bumps it to `offlint-json/2`):
       "summary": {"diagnostics": 3, "fixable": 2, "errors": 1, "files": 10}
     }
 
-`fix` is null when the rule has no automatic fix. There is no `url`: rule docs are read with
+`fix` is null when no automatic fix applies here; its `edits` (1-based, end exclusive, whole lines)
+are what `offlint fix` changes for the finding on the checked text (its first pass; a rewrite that
+fixes several findings together appears on each of them). There is no `url`: rule docs are read with
 `offlint rule CODE`. Keys are emitted sorted so the output is byte-for-byte deterministic.
 """
 
@@ -36,16 +39,28 @@ from pathlib import Path
 from typing import Any
 
 import offlint
-from offlint.diagnostics import Diagnostic, FileError, RunReport
+from offlint.diagnostics import Diagnostic, FileError, RunReport, TextEdit
 from offlint.reporting._sources import display_path
 
 SCHEMA = "offlint-json/1"
 
 
+def edit_object(edit: TextEdit) -> dict[str, Any]:
+    return {
+        "content": edit.content,
+        "location": {"row": edit.line, "column": edit.column},
+        "end_location": {"row": edit.end_line, "column": edit.end_column},
+    }
+
+
 def diagnostic_object(diagnostic: Diagnostic, root: Path) -> dict[str, Any]:
     where = diagnostic.location
     fix = (
-        {"applicability": diagnostic.fix_safety.value, "message": diagnostic.fix_title or ""}
+        {
+            "applicability": diagnostic.fix_safety.value,
+            "message": diagnostic.fix_title or "",
+            "edits": [edit_object(edit) for edit in diagnostic.fix.edits] if diagnostic.fix else [],
+        }
         if diagnostic.fixable
         else None
     )

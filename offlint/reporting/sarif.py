@@ -122,6 +122,32 @@ def _folder_uri(folder: Path) -> str:
     return "file://" + quote(os.fsencode(folder.as_posix().rstrip("/") + "/"), safe="/")
 
 
+def _fix_object(diagnostic: Diagnostic, cwd: Path, base: Path) -> dict[str, Any]:
+    """The finding's fix as a SARIF `fix`: whole-line replacements (an empty deleted region
+    where lines are inserted)."""
+    assert diagnostic.fix is not None
+    return {
+        "description": {"text": f"{diagnostic.fix.title} ({diagnostic.fix.safety.value})"},
+        "artifactChanges": [
+            {
+                "artifactLocation": artifact_location(diagnostic.path, cwd, base),
+                "replacements": [
+                    {
+                        "deletedRegion": {
+                            "startLine": edit.line,
+                            "startColumn": edit.column,
+                            "endLine": edit.end_line,
+                            "endColumn": edit.end_column,
+                        },
+                        **({"insertedContent": {"text": edit.content}} if edit.content else {}),
+                    }
+                    for edit in diagnostic.fix.edits
+                ],
+            }
+        ],
+    }
+
+
 def _location(artifact: dict[str, str], region: dict[str, int] | None) -> dict[str, Any]:
     physical: dict[str, Any] = {"artifactLocation": artifact}
     if region:
@@ -166,6 +192,7 @@ def sarif_document(
                 "message": {"text": diagnostic.message},
                 "locations": [_location(artifact_location(diagnostic.path, root, base), region)],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
+                **({"fixes": [_fix_object(diagnostic, root, base)]} if diagnostic.fix else {}),
                 "properties": {
                     "fixable": diagnostic.fix_safety is not FixSafety.NONE,
                     "fixSafety": diagnostic.fix_safety.value,
