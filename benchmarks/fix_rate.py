@@ -91,6 +91,17 @@ def measure(
     return tally, left_lines, broken
 
 
+VERDICTS = Path(__file__).resolve().parent / "fix-rate-verdicts.toml"
+
+
+def _verdicts() -> dict[str, str]:
+    """`file:line: code` of each left finding judged by hand -> "verdict: reason"."""
+    import tomllib
+
+    rows = tomllib.loads(VERDICTS.read_text(encoding="utf-8"))["verdict"]
+    return {f"{r['file']}:{r['line']}: {r['code']}": f"{r['verdict']}: {r['reason']}" for r in rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--codes", default=",".join(DEFAULT_CODES))
@@ -115,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'total':8} {total['files']:5} {total['reported']:8} {total['fixed']:6} "
           f"{total['left, with a reason']:11} {total['left, no reason']:14}   fixed {share:.1%}")
     if args.list:
+        verdicts = _verdicts()
         for line in left_lines:
-            print(line)
+            verdict = next((v for key, v in verdicts.items() if key in line), "no verdict yet")
+            print(f"{line}\n    verdict: {verdict}")
     for problem in broken:
         print(f"contract broken: {problem}")
     if args.json:
