@@ -282,3 +282,18 @@ def test_sanitize_passes_the_programs_status_through(tmp_path: Path) -> None:
     assert "ran 2.0" in completed.stdout
     document = json.loads(report.read_text())
     assert document["violations"] == [] and document["exit_status"] == 3
+
+
+def test_a_crash_in_native_code_names_the_signal_and_the_python_line(tmp_path: Path) -> None:
+    """A SIGSEGV in the worker (a compiled graph, a driver) leaves no exception to report: the
+    worker runs with faulthandler on, and the probe names the signal and the user's line."""
+    from offlint.probing import runner
+
+    target = tmp_path / "crashes.py"
+    target.write_text("import ctypes\n\n\ndef build():\n    return None\n\n\nctypes.string_at(0)\n")
+    with pytest.raises(ProbeUsageError) as raised:
+        runner.probe(ProbeOptions(target=str(target)), progress=lambda line: None)
+    message = str(raised.value)
+    assert "killed by SIGSEGV" in message
+    assert f"{target}:8 in <module>" in message
+    assert "\n" not in message

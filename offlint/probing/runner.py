@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from offlint.probing.checks import (
     compare_overlap_with_inline,
     evaluate_scenario,
 )
-from offlint.probing.errors import ProbeUsageError
+from offlint.probing.errors import ProbeUsageError, is_user_file
 from offlint.probing.options import ProbeOptions, looks_like_module
 from offlint.probing.spec import ScenarioSpec
 
@@ -106,7 +107,36 @@ def _worker_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([_package_root(), *filter(None, [env.get("PYTHONPATH")])])
     env["PYTHONUNBUFFERED"] = "1"
+    # a crash in native code (a SIGSEGV in a compiled graph, a driver abort) prints the Python
+    # stack it happened under: the only pointer to the user's line there is
+    env["PYTHONFAULTHANDLER"] = "1"
     return env
+
+
+_FAULT_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)', re.MULTILINE)
+
+
+def _ended(status: int) -> str:
+    if status < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-status).name}"
+    return f"exited with status {status}"
+
+
+def crash_site(stderr: str) -> str | None:
+    """Where the worker's Python code was when a fatal signal hit it: the innermost frame of the
+    user's code (not the standard library's, torch's or offlint's) in the current thread's stack
+    as faulthandler prints it (most recent call first); else the innermost frame."""
+    fatal = stderr.rfind("Fatal Python error:")
+    current = stderr.find("Current thread", fatal)
+    if fatal < 0 or current < 0:
+        return None
+    end = stderr.find("\n\n", current)  # the current thread's stack ends at a blank line
+    frames = list(_FAULT_FRAME.finditer(stderr, current, end if end >= 0 else len(stderr)))
+    if not frames:
+        return None
+    frame = next((f for f in frames if is_user_file(f["file"])), frames[0])
+    return f"{frame['file']}:{frame['line']} in {frame['function']}"
 
 
 class WorkerProcess:
@@ -135,10 +165,17 @@ class WorkerProcess:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
-    def stderr_tail(self) -> str:
+    def stderr_text(self) -> str:
         self.stderr.flush()
         self.stderr.seek(0)
-        return self.stderr.read().decode("utf-8", "replace").strip()[-3000:]
+        return self.stderr.read().decode("utf-8", "replace").strip()
+
+    def stderr_tail(self) -> str:
+        return self.stderr_text()[-3000:]
+
+    def crashed_at(self) -> str | None:
+        """The Python line a fatal signal hit the worker at, when it died of one."""
+        return crash_site(self.stderr_text())
 
     def ask(
         self, command: str, payload: dict[str, Any], timeout_s: float, setup_timeout_s: float
@@ -167,7 +204,9 @@ class WorkerProcess:
                 return None, f"timed out after {limit:g} s{where}", phase
             if line is None:
                 status = self.process.wait()
-                return None, f"worker exited with status {status} and no result", phase
+                site = self.crashed_at()
+                where = f" (at {site}: faulthandler's Python stack is in the worker's stderr)" if site else ""
+                return None, f"worker {_ended(status)}{where} and no result", phase
             if line.startswith("offlint-phase "):
                 phase = line.split(" ", 1)[1]
             elif line == "offlint-done":
@@ -210,7 +249,10 @@ def run_in(worker: WorkerProcess, spec: ScenarioSpec, timeout_s: float) -> dict[
         return result
     failed: dict[str, Any] = {"scenario": spec.name, "target": spec.target}
     tail = worker.stderr_tail()
-    failed["worker_error"] = f"{why}\n{tail}" if tail and "timed out" not in (why or "") else why
+    if worker.crashed_at() is not None:  # the crash's line last: it is what a report shows
+        failed["worker_error"] = f"{tail}\n{why}"
+    else:
+        failed["worker_error"] = f"{why}\n{tail}" if tail and "timed out" not in (why or "") else why
     if phase == "setup" and why and why.startswith("timed out"):
         what = "--entry" if spec.entry else "TARGET"
         failed["setup_error"] = f"{what} {spec.target}: importing or building it {why}"
@@ -245,9 +287,8 @@ def validate_in(worker: WorkerProcess, spec: ScenarioSpec, gpus: tuple[int, ...]
         if why and why.startswith("timed out"):
             raise ProbeUsageError(f"{what} {spec.target}: importing it {why}")
         tail = worker.stderr_tail().splitlines()
-        raise ProbeUsageError(
-            f"the probe's worker failed: {why}" + (f": {tail[-1]}" if tail else "")
-        )
+        detail = f": {tail[-1]}" if tail and worker.crashed_at() is None else ""
+        raise ProbeUsageError(f"the probe's worker failed: {why}{detail}")
     if result.get("error"):
         raise ProbeUsageError(result["error"])
 
