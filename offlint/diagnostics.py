@@ -151,6 +151,10 @@ class FileReport:
     hidden: int = 0  # findings below the confidence floor (--min-confidence)
     # what other modules need to know of this one (analysis/callgraph.py's ModuleIndex)
     index: tuple[tuple[str, str, str, tuple[tuple[str, bool, tuple[tuple[str, str], ...]], ...]], ...] = ()
+    # the floor `check` confirmed fixes at, when findings below it kept their rule's offer
+    # unconfirmed (no libcst parse paid for what the run hides); a run at a lower floor
+    # analyses the file again. None: every finding's fix is settled.
+    fixes_confirmed_at: Confidence | None = None
     cached: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -303,3 +303,50 @@ def test_a_moved_file_is_found_by_content(project: Path, monkeypatch: pytest.Mon
     assert reads == ["src/renamed.py"]
     assert "src/renamed.py" in cached(again)
     assert summary(again) == summary(check(project, use_cache=False))
+
+
+LOW_ONLY_FIXABLE = """\
+import torch
+
+
+class Offloader:
+    def __init__(self, module):
+        self.module = module
+        self.stream = torch.cuda.Stream()
+        self.ready = None
+
+    def prefetch(self, host, device):
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            device.copy_(host, non_blocking=True)
+            self.ready = torch.cuda.Event()
+            self.ready.record()
+
+    def consume(self):
+        self.ready.wait()
+"""
+
+
+def _fixable_at(root: Path, floor: str, *, use_cache: bool) -> list[tuple[str, int, bool]]:
+    report = check_paths(
+        CheckOptions(
+            paths=(root / "src",),
+            overrides=SelectionOverrides(min_confidence=floor),
+            cwd=root,
+            use_cache=use_cache,
+            jobs=1,
+        )
+    )
+    return sorted((d.code, d.location.line, d.fixable) for f in report.files for d in f.diagnostics)
+
+
+def test_a_lower_floor_sees_the_fixes_a_cached_run_left_unconfirmed(tmp_path: Path) -> None:
+    """A run at the default floor does not pay to confirm the fixes of findings it hides; the
+    cache holds every tier, so a later run at a lower floor must not show them unconfirmed."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "off.py").write_text(LOW_ONLY_FIXABLE, encoding="utf-8")
+    fresh = _fixable_at(tmp_path, "low", use_cache=False)
+    assert fresh == [("OFL101", 18, True), ("OFL103", 11, True)]  # fixable, both only at low
+    assert _fixable_at(tmp_path, "medium", use_cache=True) == []
+    assert _fixable_at(tmp_path, "low", use_cache=True) == fresh
+    assert _fixable_at(tmp_path, "low", use_cache=True) == fresh  # and now from the cache

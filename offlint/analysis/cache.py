@@ -422,6 +422,8 @@ def _encode(report: FileReport) -> dict[str, Any]:
     entry: dict[str, Any] = {"p": int(report.parsed)}
     if report.suppressed:
         entry["s"] = report.suppressed
+    if report.fixes_confirmed_at is not None:
+        entry["f"] = report.fixes_confirmed_at.value
     if report.diagnostics:
         entry["d"] = [
             [
@@ -471,6 +473,8 @@ def _decode_fix(raw: Any) -> Fix | None:
 def _decode(entry: dict[str, Any], display: str) -> FileReport:
     report = FileReport(path=display, parsed=bool(entry["p"]), cached=True)
     report.suppressed = int(entry.get("s", 0))
+    if "f" in entry:
+        report.fixes_confirmed_at = Confidence(entry["f"])
     for row in entry.get("d", ()):
         line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row
         report.diagnostics.append(

@@ -340,9 +340,9 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
     report = job.report
     started = time.perf_counter()
     settings = job.settings
-    if not _fixable_at_floor(report.diagnostics, settings.min_confidence) or not fixes.may_plan(
-        skeleton_model, settings, report.diagnostics
-    ):
+    if not _fixable_at_floor(report.diagnostics, settings.min_confidence):
+        _leave_unconfirmed_below_floor(report, settings.min_confidence)
+    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics):
         report.diagnostics = [d.without_fix() for d in report.diagnostics]
     else:
         refused = refusal(job.text)
@@ -354,6 +354,13 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
         report.diagnostics = fixes.confirm(full, job.settings, report.diagnostics)
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
+
+
+def _leave_unconfirmed_below_floor(report: FileReport, floor: Confidence) -> None:
+    """No fixable finding at the floor: confirming those below it would cost a libcst parse for
+    findings this run hides. They keep their rule's offer, and the report says at which floor
+    fixes were settled, so a run at a lower floor (the cache holds every tier) analyses anew."""
+    report.fixes_confirmed_at = floor
 
 
 def _fixable_at_floor(diagnostics: list[Diagnostic], floor: Confidence) -> bool:
@@ -426,7 +433,7 @@ def _analyse_libcst(job: _Job) -> FileReport:
             if _fixable_at_floor(report.diagnostics, settings.min_confidence):
                 report.diagnostics = job.fixes.confirm(model, settings, report.diagnostics)
             else:
-                report.diagnostics = [d.without_fix() for d in report.diagnostics]
+                _leave_unconfirmed_below_floor(report, settings.min_confidence)
             report.timings["fix availability"] = time.perf_counter() - started
         model.dispose()
     except Exception as exc:  # one bad file never stops the run; internal errors are reported

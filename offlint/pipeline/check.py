@@ -196,7 +196,7 @@ def check_paths(options: CheckOptions) -> RunReport:
             digest = content_digest(data)
             results_cache.remember(found.real, info, digest)
             key = result_key(digest, settings.key())
-            hit = results_cache.get(key, found.display)
+            hit = usable(results_cache.get(key, found.display), settings)
             clock.add("cache", now() - at)
             if hit is not None:
                 report.files.append(below_floor_hidden(hit, settings))
@@ -362,10 +362,17 @@ def _cached_or_job(
         digest = content_digest(data)
         results_cache.remember(found.real, info, digest)
         key = result_key(digest, settings.key())
-        hit = results_cache.get(key, found.display)
+        hit = usable(results_cache.get(key, found.display), settings)
         if hit is not None:
             return hit
     return (data, found.display, settings), key
+
+
+def usable(hit: FileReport | None, settings: FileSettings) -> FileReport | None:
+    """A cached result, unless this run's floor shows findings whose fixes it left unconfirmed."""
+    if hit is None or hit.fixes_confirmed_at is None:
+        return hit
+    return hit if settings.min_confidence.at_least(hit.fixes_confirmed_at) else None
 
 
 def below_floor_hidden(file_report: FileReport, settings: FileSettings) -> FileReport:
@@ -386,7 +393,7 @@ def _cached_unread(results_cache: ResultCache, found: Discovered, settings: File
     except OSError:
         return None  # reading it reports why
     digest = results_cache.known_digest(found.real, info)
-    return None if digest is None else results_cache.get(result_key(digest, settings.key()), found.display)
+    return None if digest is None else usable(results_cache.get(result_key(digest, settings.key()), found.display), settings)
 
 
 def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:
