@@ -5,14 +5,24 @@ itself marks a module that cannot be imported; nothing of torch is mocked."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from offlint.probing.adapters import accelerate_cpu_offload, diffusers_group_offload
+from offlint.probing.adapters import (
+    accelerate_cpu_offload,
+    diffusers_group_offload,
+    sglang_offloader_v2,
+)
 from offlint.probing.adapters._library import LibraryMissing, import_library
 from offlint.probing.adapters._lifecycle import main, summary
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 ADAPTERS = [
     (diffusers_group_offload, "diffusers", ("diffusers", "diffusers.hooks")),
@@ -132,3 +142,140 @@ def test_summary_names_the_library_line() -> None:
     assert summary({"variant": "v", "error": "timed out after 150 s"}) == (
         "v: could not run: timed out after 150 s"
     )
+
+
+# SGLang's real OffloaderV2 (offlint/probing/adapters/sglang_offloader_v2.py): where
+# `sglang.srt.utils.offloader` cannot be imported, one line names the missing module and the
+# module that imported it. A small package tree on disk makes the import fail for real (a
+# ModuleNotFoundError from Python's import system); it shadows any installed sglang because it is
+# first on the path. No network, no GPU.
+
+SGLANG_MODULE = "offlint.probing.adapters.sglang_offloader_v2"
+ABSENT = "offlint_test_absent_dependency"
+LIBRARY_WHEEL = sorted(
+    (Path.home() / ".cache" / "offlint-trees" / "downloads").glob("sglang-*.whl")
+)
+
+
+def _sglang_tree(root: Path, common: str) -> Path:
+    """sglang/srt/utils/{__init__,common,offloader}.py, laid out (and importing one another) as
+    in sglang, with `common` as common.py's body."""
+    files = {
+        "sglang/__init__.py": "",
+        "sglang/srt/__init__.py": "",
+        "sglang/srt/utils/__init__.py": "from sglang.srt.utils.common import *  # noqa\n",
+        "sglang/srt/utils/common.py": common,
+        "sglang/srt/utils/offloader.py": "from sglang.srt.utils import common  # noqa\n",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def sglang_modules_restored() -> Iterator[None]:
+    """Whatever sglang modules an in-process import leaves in sys.modules are dropped again."""
+    before = {name: module for name, module in sys.modules.items() if name.startswith("sglang")}
+    yield
+    for name in [name for name in sys.modules if name.startswith("sglang")]:
+        del sys.modules[name]
+    sys.modules.update(before)
+
+
+def _run_adapter(pythonpath: str, *interpreter_flags: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    return subprocess.run(
+        [sys.executable, *interpreter_flags, "-m", SGLANG_MODULE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def test_sglang_missing_dependency_is_named_in_one_line(tmp_path: Path) -> None:
+    tree = _sglang_tree(tmp_path, f"import {ABSENT}\n")
+    done = _run_adapter(f"{tree}{os.pathsep}{REPO_ROOT}")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == (
+        f"{SGLANG_MODULE}: sglang.srt.utils.offloader is not importable here: "
+        f"{ABSENT} is missing (needed by sglang.srt.utils.common)\n"
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_sglang_not_installed_is_named_in_one_line() -> None:
+    # -S: no site-packages, so no sglang whatever this machine has installed
+    done = _run_adapter(str(REPO_ROOT), "-S")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == (
+        f"{SGLANG_MODULE}: sglang.srt.utils.offloader is not importable here: "
+        f"sglang is missing (needed by {SGLANG_MODULE})\n"
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_sglang_build_raises_the_same_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_modules_restored: None
+) -> None:
+    for name in [name for name in sys.modules if name.startswith("sglang")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(_sglang_tree(tmp_path, f"import {ABSENT}\n")))
+    with pytest.raises(LibraryMissing) as raised:
+        sglang_offloader_v2.build()
+    assert str(raised.value) == (
+        "sglang.srt.utils.offloader is not importable here: "
+        f"{ABSENT} is missing (needed by sglang.srt.utils.common)"
+    )
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+def test_sglang_error_at_import_is_one_line_with_its_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_modules_restored: None
+) -> None:
+    # installed, but failing in its own code (a version clash, say)
+    for name in [name for name in sys.modules if name.startswith("sglang")]:
+        monkeypatch.delitem(sys.modules, name)
+    common = 'raise RuntimeError("needs torch>=9\\nsecond line")\n'
+    monkeypatch.syspath_prepend(str(_sglang_tree(tmp_path, common)))
+    with pytest.raises(LibraryMissing) as raised:
+        sglang_offloader_v2.import_offloader()
+    assert str(raised.value) == (
+        "sglang.srt.utils.offloader is not importable here: "
+        "RuntimeError: needs torch>=9 (in sglang.srt.utils.common)"
+    )
+
+
+@pytest.mark.skipif(not LIBRARY_WHEEL, reason="no sglang wheel in ~/.cache/offlint-trees")
+def test_real_sglang_wheel_names_its_first_missing_dependency() -> None:
+    # The released wheel itself on the path (Python imports a wheel's pure-Python modules
+    # from the zip): its import chain stops at the first dependency this interpreter lacks.
+    done = _run_adapter(f"{LIBRARY_WHEEL[-1]}{os.pathsep}{REPO_ROOT}")
+    lines = done.stdout.splitlines()
+    if done.returncode == 0 or "no CUDA device" in done.stdout:
+        pytest.skip("every dependency of sglang's offloader is installed here")
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stdout
+    assert re.fullmatch(
+        rf"{re.escape(SGLANG_MODULE)}: sglang\.srt\.utils\.offloader is not importable here: "
+        r"[\w.]+ is missing \(needed by sglang\.[\w.]+\)",
+        lines[0],
+    ), lines[0]
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_sglang_adapter_is_an_entry_name_and_imports_nothing_of_sglang() -> None:
+    from offlint.probing.entry import check_build_arguments, load_entry, resolve_entry_spec
+
+    spec = resolve_entry_spec("sglang-offloader-v2")
+    assert spec == f"{SGLANG_MODULE}:build"
+    assert resolve_entry_spec("diffusers-group-offload").endswith("diffusers_group_offload:build")
+    before = {name for name in sys.modules if name.startswith("sglang")}
+    entry = load_entry(spec)
+    check_build_arguments(entry, {"variant": "cpu-prefetch-2", "layers": 8})
+    assert {name for name in sys.modules if name.startswith("sglang")} == before
+    assert set(sglang_offloader_v2.ADAPTER.variants) == {"cpu", "cpu-prefetch-2"}
+    assert "prefetch_step=2" in sglang_offloader_v2.ADAPTER.variants["cpu-prefetch-2"]

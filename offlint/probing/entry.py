@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offlint.probing.adapters import ENTRY_NAMES as ADAPTER_ENTRY_NAMES
 from offlint.probing.errors import ProbeUsageError, one_line
 from offlint.probing.options import looks_like_module
 
@@ -82,11 +83,14 @@ def bundled_entry_names() -> list[str]:
 
 
 def resolve_entry_spec(spec: str) -> str:
-    """A bundled example's name (`group-offload`) → its file; a file made absolute."""
+    """A bundled example's name (`group-offload`) → its file, an adapter's name
+    (`sglang-offloader-v2`) → its module; a file made absolute."""
     head, sep, attr = spec.partition(":")
     bundled = bundled_entries_dir() / (head.replace("-", "_") + ".py")
     if "/" not in head and not head.endswith(".py") and "." not in head and bundled.is_file():
         return f"{bundled}:{attr or DEFAULT_FUNCTION}"
+    if head in ADAPTER_ENTRY_NAMES:  # a real library's adapter (offlint/probing/adapters/)
+        return ADAPTER_ENTRY_NAMES[head].partition(":")[0] + ":" + (attr or DEFAULT_FUNCTION)
     if looks_like_module(spec):
         return spec
     return str(Path(head).resolve()) + sep + attr

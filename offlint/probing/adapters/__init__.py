@@ -1,13 +1,16 @@
 """Adapters: the REAL offloading libraries (diffusers group offloading, accelerate's
-`cpu_offload`) installed on shared/GROUND-TRUTH.md §3's toy model, for `offlint probe --entry`
-and for a graph-runner life cycle of their own under the capture sanitizer.
+`cpu_offload`) installed on shared/GROUND-TRUTH.md §3's toy model, and SGLang's real
+`OffloaderV2` on the probe's synthetic model, for `offlint probe --entry` and for a graph-runner
+life cycle of their own under the capture sanitizer.
 
-Each module (`diffusers_group_offload`, `accelerate_cpu_offload`) has
+Each module (`diffusers_group_offload`, `accelerate_cpu_offload`, `sglang_offloader_v2`) has
 
-- `build(variant=…, hidden=…, blocks=…)`: the `--entry` protocol of offlint/probing/entry.py
+- `build(variant=…, hidden=…, …)`: the `--entry` protocol of offlint/probing/entry.py
   (`offlint probe --entry offlint.probing.adapters.diffusers_group_offload:build
-  --init-arg variant=block-stream`); where the library cannot be imported it raises
-  `LibraryMissing`, which the probe reports in one line (exit 2);
+  --init-arg variant=block-stream`, or by the short name of `ENTRY_NAMES` below:
+  `--entry diffusers-group-offload`); where the library cannot be imported it raises
+  `LibraryMissing`, which the probe reports in one line (exit 2; for sglang the line names the
+  missing module and the sglang module that imported it);
 - `python -m offlint.probing.adapters.<module> [--variant NAME …] [--csan] [-o FILE.json]`: each
   variant in a process of its own (warm-up, eager forwards against a GPU copy, one capture with
   `torch.cuda.graph` under `capture_sanitizer(mode="record")`), reporting the root error and the
@@ -19,3 +22,10 @@ Each module (`diffusers_group_offload`, `accelerate_cpu_offload`) has
 The adapters are not the bundled look-alikes of offlint/probing/examples/: nothing here
 re-implements a library, and nothing runs at import.
 """
+
+# `offlint probe --entry NAME`: the adapters by a short name (offlint/probing/entry.py)
+ENTRY_NAMES = {
+    "diffusers-group-offload": "offlint.probing.adapters.diffusers_group_offload:build",
+    "accelerate-cpu-offload": "offlint.probing.adapters.accelerate_cpu_offload:build",
+    "sglang-offloader-v2": "offlint.probing.adapters.sglang_offloader_v2:build",
+}
