@@ -12,7 +12,7 @@ from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, Typed, self_attribute
 from offlint.analysis.model import ModuleModel, module_level_assigns
 from offlint.analysis.program import Assignment, CallSite, ClassInfo, FunctionInfo
-from offlint.analysis.syntax import call_argument, parameter_names, same_code
+from offlint.analysis.syntax import call_argument, parameter_names, same_code, walk
 
 
 def receiver_kind(model: ModuleModel, site: CallSite) -> Typed:
@@ -204,11 +204,71 @@ def recorded_earlier_in_call(site: CallSite, event: cst.BaseExpression) -> bool:
             continue
         if not _records_into(fn, other, event):
             continue
-        guards = other.guards
-        if len(guards) <= len(site.guards) and all(
-            a[0] is b[0] and a[1] == b[1] for a, b in zip(guards, site.guards[: len(guards)], strict=True)
+        if _conditions_hold_at(fn, other, site):
+            return True
+    return False
+
+
+def _conditions_hold_at(fn: FunctionInfo, earlier: CallSite, site: CallSite) -> bool:
+    """Whatever `earlier` runs under also holds where `site` runs: its `if`s enclose `site`
+    too, or - past the ones they share - each condition it adds is tested again, with the same
+    outcome, around `site` (`if ag and k == last: ev.record()` ... `elif ag and k == last:
+    s.wait_event(ev)`, flashinfer's PCIe all-reduce) on plain locals nothing rebinds between."""
+    shared = 0
+    for (test, holds), (other_test, other_holds) in zip(earlier.guards, site.guards, strict=False):
+        if test is not other_test or holds != other_holds:
+            break
+        shared += 1
+    added = condition_atoms(earlier.guards[shared:])
+    if not added:
+        return True
+    around_site = condition_atoms(site.guards[shared:])
+    if not all(
+        _pure_local_test(test) and any(held == h and same_code(test, t) for t, h in around_site) for test, held in added
+    ):
+        return False
+    names = {node.value for test, _ in added for node in walk(test) if isinstance(node, cst.Name)}
+    return not _rebound_between(fn, names, earlier, site)
+
+
+# what a re-tested condition may be made of: locals, literals and operators (no call, attribute or
+# subscript, whose value the code between the two tests may change)
+_PURE_TEST_NODES = (
+    cst.Name,
+    cst.Integer,
+    cst.Float,
+    cst.SimpleString,
+    cst.Comparison,
+    cst.ComparisonTarget,
+    cst.BooleanOperation,
+    cst.UnaryOperation,
+    cst.BinaryOperation,
+    cst.BaseCompOp,
+    cst.BaseBooleanOp,
+    cst.BaseUnaryOp,
+    cst.BaseBinaryOp,
+)
+
+
+def _pure_local_test(test: cst.BaseExpression) -> bool:
+    return all(isinstance(node, _PURE_TEST_NODES) for node in walk(test))
+
+
+def _rebound_between(fn: FunctionInfo, names: set[str], earlier: CallSite, site: CallSite) -> bool:
+    """One of `names` may change between `earlier` and `site`: assigned in between, or bound by a
+    loop that does not hold both (one that does rebinds it before `earlier` each time round)."""
+    for assign in fn.assignments:
+        if earlier.order < assign.order < site.order and any(
+            isinstance(node, cst.Name) and node.value in names for target in assign.targets for node in walk(target)
         ):
             return True
+    for node in walk(fn.node.body):
+        if isinstance(node, cst.For | cst.NamedExpr) and any(
+            isinstance(bound, cst.Name) and bound.value in names for bound in walk(node.target)
+        ):
+            inside = {id(n) for n in walk(node)} if isinstance(node, cst.For) else set()
+            if id(earlier.node) not in inside or id(site.node) not in inside:
+                return True
     return False
 
 

@@ -316,10 +316,23 @@ class ModuleModel:
 
     def _implied_by_capture(self, expr: cst.BaseExpression) -> bool:
         """A test that holds whenever a capture is under way, or whose failure leaves no CUDA
-        work to capture: `torch.cuda.is_available()`, `t.device.type == "cuda"`."""
+        work to capture: `torch.cuda.is_available()`, `t.device.type == "cuda"`, and the feature
+        probe `hasattr(torch.cuda, "is_current_stream_capturing")` (flashinfer's spelling)."""
         if isinstance(expr, cst.Call) and self.qualname(expr.func) in CAPTURE_IMPLIES:
             return True
-        return _tests_cuda_tensor(expr)
+        return self._probes_capture_api(expr) or _tests_cuda_tensor(expr)
+
+    def _probes_capture_api(self, expr: cst.BaseExpression) -> bool:
+        """`hasattr(torch.cuda, "is_current_stream_capturing")`: true on every torch that can
+        capture, so `probe and capturing` is as good as `capturing`."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "hasattr"):
+            return False
+        if len(expr.args) != 2 or self.qualname(expr.args[0].value) != "torch.cuda":
+            return False
+        probed = expr.args[1].value
+        return isinstance(probed, cst.SimpleString) and (
+            f"torch.cuda.{probed.evaluated_value!s}" in CAPTURE_TESTS | CAPTURE_IMPLIES
+        )
 
     def callers_of(self, fn: FunctionInfo) -> list[CallSite]:
         """The same-module call sites that call `fn` (`f(...)`, `self.m(...)`); indexed once."""

@@ -187,9 +187,14 @@ class _Marker:
                 self._installed_hook(call, MEDIUM if confidence is LOW else confidence)
                 if not call.context.may_capture or only_without_graphs(call):
                     continue
+                fallback = capture_fallback(model, call.guards, fn)
                 for target in self._called(call):
                     self.mark(
-                        target, callee_confidence, f"called from capture-reachable {fn.qualname}", via=fn, eager=fn.eager_break
+                        target,
+                        LOW if fallback is not None else callee_confidence,
+                        f"called from capture-reachable {fn.qualname}",
+                        via=fn,
+                        eager=fn.eager_break,
                     )
             for assign in fn.assignments:
                 self._installed_forward(assign.targets, assign.value, fn, MEDIUM if confidence is LOW else confidence)
@@ -309,6 +314,29 @@ def only_without_graphs(call: CallSite) -> bool:
             if not negated and any(w in name for w in _GRAPHS_OFF_WORDS):
                 return True
     return False
+
+
+def capture_fallback(
+    model: ModuleModel, guards: tuple[tuple[cst.BaseExpression, bool], ...], fn: FunctionInfo
+) -> cst.BaseExpression | None:
+    """The condition that must fail for code to run while capturing when it is the fall-back of a
+    capture branch: the else of, or the code after an early return from, `if <cond> and
+    <capture test>:`. The author handles capture in that branch; what is left runs in a capture
+    only where `<cond>` (a feature probe, a configuration flag, a batch-size test) fails there,
+    so it is reported on request (low), not as code capture reaches. None otherwise."""
+    for test, taken in guards:
+        if taken or not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+            continue
+        conjuncts = operands(test, cst.And)
+        if not any(model.capture_condition(c, fn) is Context.CAPTURING for c in conjuncts):
+            continue
+        others = [
+            c for c in conjuncts
+            if model.capture_condition(c, fn) is None and not model._implied_by_capture(c)
+        ]
+        if others:
+            return others[0]
+    return None
 
 
 def _does_capture_work(fn: FunctionInfo) -> bool:
@@ -507,8 +535,15 @@ def finding_reach(model: ModuleModel, node: cst.CSTNode, needs_capture: bool) ->
     if fn is None or not fn.reachable or fn.confidence is None:
         in_region = fn is not None and any(site.node is node and site.in_graph_region for site in fn.calls)
         return (LOW if needs_capture and not in_region else HIGH), None
-    in_region = any(site.node is node and site.in_graph_region for site in fn.calls)
+    site = next((site for site in fn.calls if site.node is node), None)
+    in_region = site is not None and site.in_graph_region
     confidence = HIGH if in_region else fn.confidence
+    fallback = None if site is None or in_region else capture_fallback(model, site.guards, fn)
+    if fallback is not None and needs_capture:
+        return LOW, (
+            f"runs while capturing only when `{model.code_for(fallback)}` is false: the capture branch"
+            f" of {fn.qualname} handles capture otherwise"
+        )
     if fn.reachable_via is None:
         return confidence, fn.reachable_reason
     # "called from A._impl ← A.forward (forward path of offloader-style class A: …)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -12,6 +12,7 @@ from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
 from offlint.analysis.program import CallSite
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
 
 # tensor methods that copy to the host and block on the device
@@ -37,12 +38,22 @@ class HostSyncInCapture(Rule):
     )
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
+        cleanup: dict[int, set[int]] = {}
         for site in model.all_calls():
             if not site.hazardous or site.sync_allowed:
                 continue  # a block the project's sync checker allows: its syncs are intended
             what = self._sync_of(model, site)
-            if what is not None:
-                yield Finding(site.node, {"call": what})
+            if what is None:
+                continue
+            fn = site.function
+            if id(fn) not in cleanup:
+                cleanup[id(fn)] = _in_reraising_handlers(fn.node)
+            if id(site.node) in cleanup[id(fn)]:
+                # `except Exception: stream.synchronize(); raise` (LightX2V, SGLang's L2 transfer):
+                # runs only while the call is failing, and a capture around it is lost to the
+                # exception anyway; the sync changes which error is reported, not whether one is
+                continue
+            yield Finding(site.node, {"call": what})
 
     def _sync_of(self, model: ModuleModel, site: CallSite) -> str | None:
         node = site.node
@@ -109,3 +120,21 @@ def _looks_like_tensor_expr(expr: cst.BaseExpression) -> bool:
     """For receivers of unknown kind: a name, attribute, subscript or a call result (`x.sum()`)
     - anything but literals and containers, which are never tensors."""
     return isinstance(expr, cst.Name | cst.Attribute | cst.Subscript | cst.Call)
+
+
+def _in_reraising_handlers(fn: cst.FunctionDef) -> set[int]:
+    """The nodes inside the `except` handlers of `fn` whose body ends by raising."""
+    inside: set[int] = set()
+    for node in walk(fn.body):
+        if isinstance(node, cst.ExceptHandler | cst.ExceptStarHandler) and _ends_raising(node.body):
+            inside.update(id(n) for n in walk(node.body))
+    return inside
+
+
+def _ends_raising(block: cst.BaseSuite) -> bool:
+    if isinstance(block, cst.SimpleStatementSuite):
+        smalls: Sequence[cst.BaseSmallStatement] = block.body
+    else:
+        last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+        smalls = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    return any(isinstance(small, cst.Raise) for small in smalls)

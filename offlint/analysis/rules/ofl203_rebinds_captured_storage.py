@@ -14,7 +14,7 @@ from offlint.analysis.module_moves import MoveTarget, module_moves
 from offlint.analysis.program import Assignment, CallSite, ClassInfo, FunctionInfo
 from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Finding, Rule, code_of
-from offlint.analysis.syntax import same_code
+from offlint.analysis.syntax import same_code, walk
 from offlint.analysis.torch_api import CAPTURE_TOKENS
 from offlint.diagnostics import Confidence
 
@@ -150,10 +150,42 @@ def _rebindings(
         fn = assign.function
         if _is_lifecycle(fn) or fn.qualname in setup_only:
             continue
+        if _refused_once_captured(model, fn, assign):
+            continue
         through_data = any(_is_data_target(t) and _target_attr(t) == attr for t in assign.targets)
         bound_elsewhere = any(other.function is not fn for other in bindings)
         if through_data or bound_elsewhere:
             yield assign
+
+
+def _refused_once_captured(model: ModuleModel, fn: FunctionInfo, assign: Assignment) -> bool:
+    """The method leaves before the rebinding whenever the object holds a graph (`if self._graph
+    is not None: raise`, flashinfer's direct-launch GDN path): no captured graph reads the old
+    address, since none exists when it runs."""
+    for stmt in fn.node.body.body:
+        if any(node is assign.node for node in walk(stmt)):
+            return False
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _leaves(stmt.body) and _holds_a_graph(model, fn, stmt.test):
+            return True
+    return False
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """The block ends the call: its last statement returns or raises."""
+    last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else block.body if isinstance(block, cst.SimpleStatementSuite) else []
+    return any(isinstance(small, cst.Return | cst.Raise) for small in smalls)
+
+
+def _holds_a_graph(model: ModuleModel, fn: FunctionInfo, test: cst.BaseExpression) -> bool:
+    """`self.graph is not None` or `self.graph` on a CUDA graph attribute."""
+    subject = test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        if not (isinstance(comp.operator, cst.IsNot) and is_none(comp.comparator)):
+            return False
+        subject = test.left
+    return self_attribute(subject) is not None and model.kind_of(subject, fn).kind is Kind.GRAPH
 
 
 def _migrates_itself(site: CallSite, attr: str) -> bool:

@@ -239,14 +239,31 @@ def _is_host_sync(site: CallSite) -> bool:
 
 
 def _events_recorded_after(model: ModuleModel, fn: FunctionInfo, produced: _Produced) -> set[str]:
-    """Names of events recorded (`ev.record()`) after the tensor was produced."""
+    """Names of events recorded (`ev.record()`) after the tensor was produced, or bound after it to
+    an event a call records (`ev = s.record_event()`, `ev = record_ready(s)`: flashinfer's plans)."""
     names: set[str] = set()
     for site in fn.calls:
-        if site.method == "record" and site.receiver is not None and site.order > produced.order:
+        if site.order <= produced.order:
+            continue
+        if site.method == "record" and site.receiver is not None:
             key = _key(site.receiver)
             if key is not None:
                 names.add(key)
+        elif _returns_recorded_event(model, site):
+            for assign in fn.assignments:
+                if assign.value is site.node:
+                    names.update(key for key in map(_key, assign.targets) if key is not None)
     return names
+
+
+def _returns_recorded_event(model: ModuleModel, site: CallSite) -> bool:
+    """`s.record_event()`, or a call of this module's function that records the event it returns."""
+    if site.method == "record_event":
+        return True
+    if model.kind_of(site.node, site.function).kind is not Kind.EVENT:
+        return False
+    target = called_function(model, site)
+    return target is not None and any(inner.method in ("record", "record_event") for inner in target.calls)
 
 
 def _is_wait(model: ModuleModel, site: CallSite, visited: set[str]) -> bool:
