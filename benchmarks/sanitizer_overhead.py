@@ -2,8 +2,11 @@
 forward (a side-stream prefetch per offloaded layer: the event and stream calls the sanitizer
 watches) timed with CUDA events, median of many, without and with the sanitizer installed, in a
 heavy configuration (the probe's default sizes) and a light one (where Python overhead shows).
+Rounds alternate eager and sanitized so that drift hits both alike; the ratio is of the medians
+of the rounds. Then, once, the light forward with `races=True` (PyTorch's CUDA sanitizer too:
+opt-in, not held to the bar) to say what that costs.
 
-    PYTHONPATH=. python benchmarks/sanitizer_overhead.py [--output FILE.json]
+    PYTHONPATH=. python benchmarks/sanitizer_overhead.py [--rounds N] [--output FILE.json]
 
 Needs a CUDA GPU. Prints one line per configuration and the ratio (issue 17's bar: <= 1.2x).
 """
@@ -47,7 +50,7 @@ def median_ms(fn: Any, warmup: int = 10, iters: int = 200) -> float:
     return statistics.median(times)
 
 
-def measure(layers: int, hidden: int, batch: int) -> dict[str, Any]:
+def measure(layers: int, hidden: int, batch: int, rounds: int) -> dict[str, Any]:
     probed = build(layers=layers, hidden=hidden)
     x = probed.make_inputs(batch)
     with torch.no_grad():
@@ -55,8 +58,8 @@ def measure(layers: int, hidden: int, batch: int) -> dict[str, Any]:
         def step() -> Any:
             return probed.model(x)
 
-        rounds = []
-        for _ in range(3):  # alternate, so drift hits both alike
+        pairs = []
+        for _ in range(rounds):  # alternate, so drift hits both alike
             plain = median_ms(step)
             sanitizer = CaptureSanitizer(mode="record")
             sanitizer.install()
@@ -65,9 +68,9 @@ def measure(layers: int, hidden: int, batch: int) -> dict[str, Any]:
                 calls = dict(sanitizer.counts)
             finally:
                 sanitizer.uninstall()
-            rounds.append((plain, watched))
-    plain = statistics.median(r[0] for r in rounds)
-    watched = statistics.median(r[1] for r in rounds)
+            pairs.append((plain, watched))
+    plain = statistics.median(r[0] for r in pairs)
+    watched = statistics.median(r[1] for r in pairs)
     return {
         "layers": layers,
         "hidden": hidden,
@@ -75,19 +78,54 @@ def measure(layers: int, hidden: int, batch: int) -> dict[str, Any]:
         "eager_ms": plain,
         "sanitized_ms": watched,
         "ratio": watched / plain,
-        "rounds": rounds,
+        "rounds": pairs,
         "watched_calls_in_last_round": calls,
+        "violations": len(sanitizer.violations),
+    }
+
+
+def measure_races(layers: int, hidden: int, batch: int) -> dict[str, Any]:
+    """The light forward with races=True: CSAN follows every kernel (slow; opt-in)."""
+    probed = build(layers=layers, hidden=hidden)
+    x = probed.make_inputs(batch)
+    with torch.no_grad():
+
+        def step() -> Any:
+            return probed.model(x)
+
+        plain = median_ms(step, warmup=3, iters=30)
+        sanitizer = CaptureSanitizer(mode="record", races=True)
+        sanitizer.install()
+        try:
+            watched = median_ms(step, warmup=3, iters=30)
+        finally:
+            sanitizer.uninstall()
+        after = median_ms(step, warmup=3, iters=30)  # CSAN off again: back to eager speed
+    return {
+        "layers": layers,
+        "hidden": hidden,
+        "batch": batch,
+        "eager_ms": plain,
+        "sanitized_with_races_ms": watched,
+        "ratio": watched / plain,
+        "eager_after_ms": after,
+        "races_found": [v.what for v in sanitizer.violations],
+        "limitations": sanitizer.limitations,
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to measure", file=sys.stderr)
         return 2
-    results = {name: measure(**config) for name, config in CONFIGURATIONS.items()}
+    results = {
+        name: measure(**config, rounds=args.rounds) for name, config in CONFIGURATIONS.items()
+    }
+    races = measure_races(**CONFIGURATIONS["light"])
     properties = torch.cuda.get_device_properties(0)
     document = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -97,6 +135,7 @@ def main() -> int:
         "python": platform.python_version(),
         "bar": 1.2,
         "results": results,
+        "races_opt_in": races,
     }
     for name, row in results.items():
         print(
@@ -104,6 +143,11 @@ def main() -> int:
             f"{row['eager_ms']:.3f} ms, sanitized {row['sanitized_ms']:.3f} ms, "
             f"ratio {row['ratio']:.3f}x"
         )
+    print(
+        f"light with races=True: eager {races['eager_ms']:.3f} ms, sanitized with CSAN "
+        f"{races['sanitized_with_races_ms']:.3f} ms ({races['ratio']:.1f}x), eager after "
+        f"{races['eager_after_ms']:.3f} ms; races found: {len(races['races_found'])}"
+    )
     if args.output:
         args.output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return 0

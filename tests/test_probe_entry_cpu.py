@@ -297,3 +297,23 @@ def test_a_crash_in_native_code_names_the_signal_and_the_python_line(tmp_path: P
     assert "killed by SIGSEGV" in message
     assert f"{target}:8 in <module>" in message
     assert "\n" not in message
+
+
+def test_races_goes_with_sanitize_and_reaches_the_sanitized_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from offlint.probing import sanitize_command
+
+    alone = CliRunner().invoke(probe_command, ["--races"])
+    assert alone.exit_code == 2
+    assert "--races goes with --sanitize" in alone.output
+
+    asked: list[bool] = []
+
+    def run_sanitized(command: list[str], timeout_s: float | None, races: bool = False) -> tuple[int, dict[str, Any]]:
+        asked.append(races)
+        return 0, {"violations": [], "command": command}
+
+    monkeypatch.setattr(sanitize_command, "run_sanitized", run_sanitized)
+    for flags, expected in ((["--sanitize", "--races"], True), (["--sanitize"], False)):
+        result = CliRunner().invoke(probe_command, [*flags, "--output-format", "json", "--", "python", "x.py"])
+        assert result.exit_code == 0, result.output
+        assert asked[-1] is expected

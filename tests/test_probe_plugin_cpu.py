@@ -67,9 +67,10 @@ def test_the_installed_entry_point_loads_the_plugin(tmp_path: Path) -> None:
 def test_option_and_marker_are_declared(tmp_path: Path) -> None:
     completed = _pytest(tmp_path, "def test_nothing():\n    pass\n", *plugin_args(), "--markers")
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "@pytest.mark.capture_sanitizer(mode='raise')" in completed.stdout
+    assert "@pytest.mark.capture_sanitizer(mode='raise', races=False)" in completed.stdout
     completed = _pytest(tmp_path, "def test_nothing():\n    pass\n", *plugin_args(), "--help")
     assert "--capture-sanitizer" in completed.stdout
+    assert "--capture-sanitizer-races" in completed.stdout
 
 
 def test_a_marked_test_runs_under_the_sanitizer_and_torch_is_restored(tmp_path: Path) -> None:
@@ -109,3 +110,35 @@ def test_a_bad_mode_is_a_usage_error(tmp_path: Path) -> None:
     completed = _pytest(tmp_path, body, *plugin_args())
     assert completed.returncode != 0
     assert "is 'raise' or 'record', not 'loud'" in completed.stdout + completed.stderr
+
+
+def test_races_turn_on_pytorchs_cuda_sanitizer_only_where_asked(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    body = """\
+        import pytest
+        import torch
+        from torch.cuda import _sanitizer as csan
+
+        # (no tensor op while CSAN is on: this machine may have no CUDA device)
+
+        @pytest.mark.capture_sanitizer(races=True)
+        def test_marked_with_races():
+            assert csan.cuda_sanitizer.enabled
+
+        @pytest.mark.capture_sanitizer
+        def test_marked_without():
+            assert not csan.cuda_sanitizer.enabled
+
+        def test_fixture(capture_sanitizer):
+            assert capture_sanitizer.races is RACES_OPTION
+        """
+    completed = _pytest(tmp_path, body.replace("RACES_OPTION", "False"), *plugin_args())
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "3 passed" in completed.stdout
+    # the option turns races on for every sanitized test, the fixture's included
+    body = body.replace("RACES_OPTION", "True").replace(
+        "assert not csan.cuda_sanitizer.enabled", "assert csan.cuda_sanitizer.enabled"
+    )
+    completed = _pytest(tmp_path, body, *plugin_args(), "--capture-sanitizer-races")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "3 passed" in completed.stdout

@@ -1,7 +1,8 @@
 """The pytest plugin of the capture sanitizer on a GPU: a marked test that waits, inside a
 capture, on an event recorded before it fails with OFL101 even when it swallows the error (as
 a graph runner falling back to eager does); a legal capture passes; record mode reports at the
-end; the fixture hands the violations to the test."""
+end; the fixture hands the violations to the test; `races=True` names an eager race between
+streams (OFL205), which is not watched by default."""
 
 from __future__ import annotations
 
@@ -73,6 +74,27 @@ def test_legal_capture():
 def test_fixture(capture_sanitizer):
     _capture_waiting_on_an_eager_event()
     assert [v.rule for v in capture_sanitizer.violations] == ["OFL101"]
+
+
+def _eager_race():
+    side = torch.cuda.Stream()
+    x = torch.ones(1 << 16, device="cuda")
+    buffer = torch.empty_like(x)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        buffer.copy_(x)
+    return buffer.sum()  # no wait on the side stream
+
+
+@pytest.mark.capture_sanitizer(races=True)
+def test_eager_race_watched():
+    _eager_race()
+
+
+@pytest.mark.capture_sanitizer
+def test_eager_race_not_watched_by_default():
+    _eager_race()
+    torch.cuda.synchronize()
 """
 
 
@@ -107,3 +129,7 @@ def test_the_plugin_fails_a_test_that_hits_a_capture_hazard(tmp_path: Path) -> N
     assert "PASSED test_subject.py::test_fixture" in out
     assert "OFL101 wait-on-uncaptured-event" in out
     assert "event.wait()" in out
+    assert "FAILED test_subject.py::test_eager_race_watched" in out
+    assert "OFL205 unsynchronized-side-stream-result" in out
+    assert "return buffer.sum()  # no wait on the side stream" in out
+    assert "PASSED test_subject.py::test_eager_race_not_watched_by_default" in out

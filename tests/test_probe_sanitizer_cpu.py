@@ -4,6 +4,7 @@ installing/uninstalling it on the real torch classes."""
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -204,3 +205,213 @@ def test_timing_an_event_recorded_in_a_capture_is_ofl107() -> None:
     h.record(eager_end)
     h.sanitizer._event_elapsed(noop, eager_start, eager_end)
     assert len(h.sanitizer.violations) == 1
+
+
+# --- the installed wrappers, on a stand-in torch shaped like torch.cuda's Python classes -------
+
+
+class _EventBase:  # what torch's C event base does: nothing the sanitizer sees
+    def record(self, stream: Any) -> None:
+        pass
+
+    def wait(self, stream: Any) -> None:
+        pass
+
+
+class StandInEvent(_EventBase):
+    made_external = 0
+
+    def __new__(
+        cls,
+        enable_timing: bool = False,
+        blocking: bool = False,
+        interprocess: bool = False,
+        external: bool = False,
+    ) -> StandInEvent:
+        return super().__new__(cls)
+
+    def record(self, stream: Any = None) -> None:
+        super().record(stream)
+
+    def wait(self, stream: Any = None) -> None:
+        super().wait(stream)
+
+
+class StandInStream:
+    def __init__(self, handle: int) -> None:
+        self.cuda_stream = handle
+
+    # torch's own nesting: wait_stream → record_event + wait_event, wait_event → Event.wait
+    def wait_event(self, event: StandInEvent) -> None:
+        event.wait(self)
+
+    def wait_stream(self, stream: StandInStream) -> None:
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event: StandInEvent | None = None) -> StandInEvent:
+        event = StandInEvent() if event is None else event
+        event.record(self)
+        return event
+
+
+class StandInTensor:
+    def copy_(self, source: Any, non_blocking: bool = False) -> str:
+        return "copied"
+
+
+def _stand_in_torch(current: StandInStream) -> types.ModuleType:
+    module = types.ModuleType("stand_in_torch")
+    module.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        Event=StandInEvent,
+        Stream=StandInStream,
+        StreamContext=type("StreamContext", (), {"__enter__": lambda self: None}),
+        CUDAGraph=type("CUDAGraph", (), {}),
+        synchronize=lambda: None,
+        current_stream=lambda: current,
+    )
+    module.Tensor = StandInTensor  # type: ignore[attr-defined]
+    return module
+
+
+def test_installed_wrappers_count_each_call_once_and_let_torchs_nested_calls_through() -> None:
+    main, side = StandInStream(1), StandInStream(2)
+    before = {name: vars(StandInStream)[name] for name in ("wait_event", "wait_stream")}
+    sanitizer = CaptureSanitizer("record", escapes=False)
+    sanitizer.install(_stand_in_torch(main))
+    try:
+        main.wait_stream(side)  # its record_event/wait_event are torch's, not the program's
+        assert sanitizer.counts == {"Stream.wait_stream": 1}
+        event = StandInEvent()
+        event.record(stream=side)  # a keyword call takes the general wrapper, noted as well
+        event.record()
+        side.wait_event(event)
+        event.wait(main)
+        assert sanitizer.counts == {
+            "Stream.wait_stream": 1,
+            "Event.record": 2,
+            "Stream.wait_event": 1,
+            "Event.wait": 1,
+        }
+        assert sanitizer._record_of(event) is not None
+        assert getattr(StandInEvent(external=True), "_offlint_external", False) is True
+        assert not hasattr(StandInEvent(), "_offlint_external")
+        # outside a capture the tensor hooks are not even called
+        assert StandInTensor().copy_(StandInTensor()) == "copied"
+    finally:
+        sanitizer.uninstall()
+    assert {name: vars(StandInStream)[name] for name in before} == before
+    assert "__new__" in vars(StandInEvent) and "record" in vars(StandInEvent)
+    assert sanitizer.violations == []
+
+
+def test_eager_records_share_a_stack_per_call_site_and_keep_each_sites_line() -> None:
+    h = Harness()
+    event = Event()
+    for _ in range(50):
+        h.record(event)  # site A, recorded again and again
+    h.record(event)  # site B: the last record before the capture
+    assert len(h.sanitizer._eager_records) == 2  # one shared record per site, not one per call
+    h.begin()
+    with pytest.raises(CaptureHazard) as caught:
+        h.wait(event)
+    other = [site["code"] for site in caught.value.violation.to_json()["other"]]
+    assert "h.record(event)  # site B: the last record before the capture" in other
+    assert not any("site A" in code for code in other)
+
+
+def test_a_pageable_to_cuda_in_a_capture_stops_before_the_copy() -> None:
+    h = Harness()
+    h.sanitizer._torch.__dict__["_C"] = torch._C  # Tensor.to's argument parser
+    copies: list[Any] = []
+    h.begin()
+    with pytest.raises(CaptureHazard) as caught:
+        h.sanitizer._tensor_to(lambda *a, **k: copies.append(a), torch.ones(3), "cuda")
+    assert caught.value.violation.rule == "OFL106"
+    assert copies == []  # the copy PyTorch would reject was not attempted
+    h.sanitizer._tensor_to(lambda *a, **k: copies.append(a), torch.ones(3), torch.float64)
+    assert len(copies) == 1  # a dtype change stays on the host: no violation
+
+
+# --- OFL205: races between streams, through PyTorch's CUDA sanitizer ---------------------------
+
+
+def test_races_are_ofl205_with_both_stacks_and_csan_is_put_back_as_found() -> None:
+    csan = pytest.importorskip("torch.cuda._sanitizer")
+    handler = csan.cuda_sanitizer.dispatch.event_handler
+    was_enabled = csan.cuda_sanitizer.enabled
+    sanitizer = CaptureSanitizer("raise", escapes=False, races=True)
+    sanitizer._watch_races()  # what install() does when races=True
+    # (no tensor op runs below: CSAN's dispatch mode is on and this machine may have no CUDA)
+    try:
+        assert csan.cuda_sanitizer.enabled
+        side, current, pointer = 9001, 9002, 123456
+        handler._handle_stream_creation(side)
+        handler._handle_stream_creation(current)
+        handler._handle_kernel_launch(  # the copy on the side stream
+            side, set(), {pointer}, {pointer}, "aten::copy_(Tensor(a!) self)", {pointer: ["self"]}
+        )
+        with pytest.raises(CaptureHazard) as caught:
+            handler._handle_kernel_launch(  # the read on the current stream, no wait between
+                current, {pointer}, set(), set(), "aten::sum(Tensor self)", {pointer: ["self"]}
+            )
+    finally:
+        sanitizer._unwatch_races()
+    assert csan.cuda_sanitizer.enabled == was_enabled
+    assert "_handle_kernel_launch" not in vars(handler)
+    from torch.cuda import _gpu_trace
+
+    def attached() -> list[Any]:
+        return [
+            callback
+            for registry in vars(_gpu_trace).values()
+            for callback in getattr(registry, "callback_list", [])
+            if getattr(callback, "__self__", None) is handler
+        ]
+
+    if not was_enabled:
+        # off again: CSAN's tracing callbacks (a stack per allocation) are off too...
+        assert attached() == []
+        again = CaptureSanitizer("record", escapes=False, races=True)
+        again._watch_races()
+        try:
+            # ...and back, with what CSAN knew before forgotten (it missed frees meanwhile)
+            assert len(attached()) >= 8
+            assert handler.seq_num == 0
+        finally:
+            again._unwatch_races()
+        assert attached() == []
+    violation = caught.value.violation
+    assert violation.rule == "OFL205"
+    assert violation.name == "unsynchronized-side-stream-result"
+    assert "wrong numbers" in violation.prevents and "no CUDA error" in violation.prevents
+    assert f"a read of self by aten::sum on stream {current}" in violation.what
+    assert f"a write to self by aten::copy_ on stream {side}" in violation.what
+    data = violation.to_json()
+    assert data["here"][0]["code"].startswith("handler._handle_kernel_launch(")
+    assert data["here"][0]["line"] > data["other"][0]["line"]  # the read's line, then the copy's
+
+
+def test_races_are_off_by_default_and_csan_is_left_alone() -> None:
+    sanitizer = CaptureSanitizer(escapes=False)
+    sanitizer.install(_stand_in_torch(StandInStream(1)))
+    try:
+        assert sanitizer._races_undo is None
+        csan = sys.modules.get("torch.cuda._sanitizer")
+        if csan is not None:
+            handler = csan.cuda_sanitizer.dispatch.event_handler
+            assert "_handle_kernel_launch" not in vars(handler)
+    finally:
+        sanitizer.uninstall()
+
+
+def test_the_races_flag_reaches_the_sanitized_program() -> None:
+    from offlint.probing.sanitize_command import sanitized_command
+    from offlint.probing.sanitize_main import _parse
+
+    argv = sanitized_command(["python", "run.py", "--x"], "r.json", races=True)
+    assert argv[1:5] == ["-m", "offlint.probing.sanitize_main", "--races", "--report"]
+    invocation = _parse(argv[3:])
+    assert invocation.races and invocation.mode == "raise" and invocation.report == "r.json"
+    assert (invocation.target, invocation.rest) == ("run.py", ["--x"])
+    assert "--races" not in sanitized_command(["python", "run.py"], "r.json")
+    assert not _parse(["--record", "-m", "pkg.mod"]).races

@@ -183,3 +183,67 @@ def test_the_command_line_names_the_sglang_line_pair(tmp_path: Path) -> None:
     assert violation["here"][0]["code"].split("#")[0].strip() == "self._load_event.wait()"
     assert violation["other"][0]["code"] == "self._load_event.record()"
     assert "fell back: CaptureHazard" in completed.stdout
+
+
+def _eager_race() -> Any:
+    """A side stream's result read on the current stream with no wait between (diffusers'
+    block-level offloading with use_stream=True in small)."""
+    side = torch.cuda.Stream()
+    x = torch.ones(1 << 16, device="cuda")
+    buffer = torch.empty_like(x)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        buffer.copy_(x)  # produced on the side stream
+    return buffer.sum()  # consumed on the current stream: no wait_stream, no event
+
+
+def test_an_eager_race_between_streams_is_ofl205_with_races_on() -> None:
+    with capture_sanitizer(races=True), pytest.raises(CaptureHazard) as caught:
+        _eager_race()
+    torch.cuda.synchronize()
+    violation = caught.value.violation
+    assert violation.rule == "OFL205"
+    assert "no CUDA error" in violation.prevents
+    data = violation.to_json()
+    assert data["here"][0]["code"].startswith("return buffer.sum()")
+    assert data["other"][0]["code"].startswith("buffer.copy_(x)")
+    with capture_sanitizer() as sanitizer:  # off by default: the capture checks only
+        _eager_race()
+        torch.cuda.synchronize()
+    assert sanitizer.violations == []
+
+
+def test_the_races_flag_of_the_sanitized_program(tmp_path: Path) -> None:
+    script = tmp_path / "racy.py"
+    script.write_text(
+        textwrap.dedent("""\
+        import torch
+        side = torch.cuda.Stream()
+        x = torch.ones(1 << 16, device="cuda")
+        buffer = torch.empty_like(x)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            buffer.copy_(x)
+        print("sum", buffer.sum().item())
+        """)
+    )
+    report = tmp_path / "report.json"
+    base = [sys.executable, "-m", "offlint.probing.sanitize_main", "--report", str(report)]
+    completed = subprocess.run(
+        [*base[:3], "--races", *base[3:], str(script)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    (violation,) = json.loads(report.read_text())["violations"]
+    assert violation["rule"] == "OFL205"
+    assert violation["here"][0]["code"] == 'print("sum", buffer.sum().item())'
+    assert violation["other"][0]["code"] == "buffer.copy_(x)"
+    completed = subprocess.run(
+        [*base, str(script)], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert json.loads(report.read_text())["violations"] == []

@@ -72,6 +72,12 @@ _OPTION_KEYS = {
     "stream/event call CUDA graph capture would reject, with both stacks and the rule code.",
 )
 @click.option(
+    "--races",
+    is_flag=True,
+    help="With --sanitize: also run PyTorch's CUDA sanitizer and stop at the first eager race "
+    "between streams (OFL205: wrong numbers, no CUDA error). Costs about 10x on a forward.",
+)
+@click.option(
     "--gpu",
     default="0",
     show_default=True,
@@ -241,6 +247,7 @@ def probe_command(
     ctx: click.Context,
     args: tuple[str, ...],
     sanitize: bool,
+    races: bool,
     output_format: str | None,
     output_file: Path | None,
     as_json: bool,
@@ -276,10 +283,12 @@ def probe_command(
             from offlint.probing.plot import check_matplotlib
 
             check_matplotlib()  # before minutes of GPU work, not after
+        if races and not sanitize:
+            raise ProbeUsageError("--races goes with --sanitize -- python script.py ARGS")
         if sanitize:
             from offlint.probing.sanitize_command import run_sanitized
 
-            status, document = run_sanitized(list(args), values.get("timeout"))
+            status, document = run_sanitized(list(args), values.get("timeout"), races=races)
             _emit_sanitized(document, fmt, output_file)
             sys.exit(status)
         if len(args) > 1:

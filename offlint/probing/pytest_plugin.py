@@ -8,6 +8,10 @@
 - `pytest --capture-sanitizer` does the same for every test.
 - the `capture_sanitizer` fixture gives the test a sanitizer in "record" mode to inspect
   (`capture_sanitizer.violations`); the test decides what they mean.
+- `@pytest.mark.capture_sanitizer(races=True)`, or `pytest --capture-sanitizer-races` for every
+  sanitized test and the fixture, also turns on PyTorch's CUDA sanitizer: an eager race between
+  streams (a kernel using a side stream's result with no event or stream wait) is OFL205, with
+  both stacks. Slow: off unless asked for.
 
 Loading this plugin imports neither torch nor libcst: the sanitizer installs when a marked test
 runs, so pytest sessions without CUDA work are unaffected.
@@ -34,18 +38,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="offlint: run every test under the CUDA graph capture sanitizer.",
     )
+    group.addoption(
+        "--capture-sanitizer-races",
+        action="store_true",
+        default=False,
+        help="offlint: the capture sanitizer also names eager races between streams (OFL205, "
+        "through PyTorch's CUDA sanitizer; slow).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(mode='raise'): run the test under offlint's CUDA graph capture sanitizer; "
-        "a violation fails it (mode 'record': at its end, with every violation).",
+        f"{MARKER}(mode='raise', races=False): run the test under offlint's CUDA graph "
+        "capture sanitizer; a violation fails it (mode 'record': at its end, with every "
+        "violation; races=True: eager races between streams too, OFL205).",
     )
 
 
-def _mode(item: pytest.Item) -> str | None:
-    """The sanitizer mode the test runs under, or None when it does not."""
+def _races(config: pytest.Config) -> bool:
+    return bool(config.getoption("capture_sanitizer_races", default=False))
+
+
+def _settings(item: pytest.Item) -> tuple[str, bool] | None:
+    """The sanitizer mode the test runs under and whether races are watched, or None when it
+    does not run under one."""
     if FIXTURE in getattr(item, "fixturenames", ()):
         return None  # the test holds its own sanitizer
     marker = item.get_closest_marker(MARKER)
@@ -56,18 +73,19 @@ def _mode(item: pytest.Item) -> str | None:
                 f"{item.nodeid}: @pytest.mark.{MARKER}(mode=...) is 'raise' or 'record', "
                 f"not {mode!r}"
             )
-        return str(mode)
+        return str(mode), bool(marker.kwargs.get("races", False)) or _races(item.config)
     if item.config.getoption("capture_sanitizer", default=False):
-        return "raise"
+        return "raise", _races(item.config)
     return None
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
-    mode = _mode(item)
-    if mode is None:
+    settings = _settings(item)
+    if settings is None:
         return (yield)
-    sanitizer = CaptureSanitizer(mode=mode)
+    mode, races = settings
+    sanitizer = CaptureSanitizer(mode=mode, races=races)
     try:
         sanitizer.install()
     except ImportError as exc:
@@ -87,10 +105,10 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
 
 
 @pytest.fixture(name=FIXTURE)
-def capture_sanitizer_fixture() -> Iterator[CaptureSanitizer]:
+def capture_sanitizer_fixture(request: pytest.FixtureRequest) -> Iterator[CaptureSanitizer]:
     """A sanitizer in "record" mode for the test's duration: inspect `.violations`."""
     pytest.importorskip("torch", reason="the capture sanitizer needs torch")
-    sanitizer = CaptureSanitizer(mode="record")
+    sanitizer = CaptureSanitizer(mode="record", races=_races(request.config))
     sanitizer.install()
     try:
         yield sanitizer

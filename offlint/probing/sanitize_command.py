@@ -4,7 +4,8 @@ The command after `--` must start with a Python interpreter (`python`, `python3`
 one) or with a `.py` file (run with this interpreter). It runs as
 `INTERPRETER -m offlint.probing.sanitize_main --report FILE SCRIPT ARGS`, in its own process
 group (a timeout kills the group), with the program's output passed through; the report comes
-back through FILE. Exit status: 1 when the sanitizer found a violation, else the program's own.
+back through FILE. `races` adds `--races` (PyTorch's CUDA sanitizer on races between streams,
+reported as OFL205). Exit status: 1 when the sanitizer found a violation, else the program's own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import offlint
 from offlint.probing.errors import ProbeUsageError
 
 
-def sanitized_command(command: list[str], report: str) -> list[str]:
+def sanitized_command(command: list[str], report: str, races: bool = False) -> list[str]:
     if not command:
         raise ProbeUsageError("--sanitize needs a command after --, e.g. -- python script.py")
     head = command[0]
@@ -38,13 +39,16 @@ def sanitized_command(command: list[str], report: str) -> list[str]:
         )
     if not rest:
         raise ProbeUsageError("--sanitize: name the script (or -m module) to run")
-    return [interpreter, "-m", "offlint.probing.sanitize_main", "--report", report, *rest]
+    flags = ["--races"] if races else []
+    return [interpreter, "-m", "offlint.probing.sanitize_main", *flags, "--report", report, *rest]
 
 
-def run_sanitized(command: list[str], timeout_s: float | None) -> tuple[int, dict[str, Any]]:
+def run_sanitized(
+    command: list[str], timeout_s: float | None, races: bool = False
+) -> tuple[int, dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="offlint-sanitize-") as scratch:
         report = str(Path(scratch) / "report.json")
-        argv = sanitized_command(command, report)
+        argv = sanitized_command(command, report, races)
         env = dict(os.environ)
         root = str(Path(offlint.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])

@@ -1,10 +1,12 @@
-"""`python -m offlint.probing.sanitize_main [--record] [--report FILE] (SCRIPT | -m MODULE) ARGS`
+"""`python -m offlint.probing.sanitize_main [--record] [--races] [--report FILE] (SCRIPT | -m MODULE) ARGS`
 
 Runs a Python program under the capture sanitizer (what `offlint probe --sanitize -- python
 script.py ...` starts). In the default mode the first violation raises `CaptureHazard` where it
 happens; a program that catches it (a graph runner falling back to eager, say) is still reported:
 every violation is kept and printed at the end, and the exit status is 1. `--record` lets every
-call through and reports them all at the end. `--report FILE` writes them as JSON.
+call through and reports them all at the end. `--races` also turns on PyTorch's CUDA sanitizer
+and reports its first race between streams as OFL205 (slow: for finding a wrong eager result,
+not for timing). `--report FILE` writes them as JSON.
 """
 
 from __future__ import annotations
@@ -13,19 +15,35 @@ import json
 import runpy
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-USAGE = "usage: python -m offlint.probing.sanitize_main [--record] [--report FILE] (SCRIPT | -m MODULE) [ARGS...]"
+USAGE = (
+    "usage: python -m offlint.probing.sanitize_main [--record] [--races] [--report FILE] "
+    "(SCRIPT | -m MODULE) [ARGS...]"
+)
 
 
-def _parse(argv: list[str]) -> tuple[str, str | None, bool, str, list[str]]:
-    mode, report = "raise", None
+@dataclass(frozen=True)
+class Invocation:
+    mode: str  # "raise" or "record"
+    races: bool
+    report: str | None
+    as_module: bool
+    target: str
+    rest: list[str]
+
+
+def _parse(argv: list[str]) -> Invocation:
+    mode, races, report = "raise", False, None
     args = list(argv)
-    while args and args[0] in ("--record", "--report"):
+    while args and args[0] in ("--record", "--races", "--report"):
         flag = args.pop(0)
         if flag == "--record":
             mode = "record"
+        elif flag == "--races":
+            races = True
         elif args:
             report = args.pop(0)
     if not args:
@@ -33,15 +51,16 @@ def _parse(argv: list[str]) -> tuple[str, str | None, bool, str, list[str]]:
     if args[0] == "-m":
         if len(args) < 2:
             raise SystemExit(USAGE)
-        return mode, report, True, args[1], args[2:]
-    return mode, report, False, args[0], args[1:]
+        return Invocation(mode, races, report, True, args[1], args[2:])
+    return Invocation(mode, races, report, False, args[0], args[1:])
 
 
 def main(argv: list[str]) -> int:
-    mode, report, as_module, target, rest = _parse(argv)
+    invocation = _parse(argv)
+    report, target = invocation.report, invocation.target
     from offlint.probing.sanitizer import CaptureHazard, CaptureSanitizer
 
-    sanitizer = CaptureSanitizer(mode=mode)
+    sanitizer = CaptureSanitizer(mode=invocation.mode, races=invocation.races)
     try:
         sanitizer.install()
     except ImportError as exc:
@@ -56,9 +75,9 @@ def main(argv: list[str]) -> int:
         return 2
     status = 0
     crashed: str | None = None
-    sys.argv = [target, *rest]
+    sys.argv = [target, *invocation.rest]
     try:
-        if as_module:
+        if invocation.as_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
             sys.path.insert(0, str(Path(target).resolve().parent))

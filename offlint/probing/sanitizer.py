@@ -31,10 +31,19 @@ pairs it stops at, with the offlint rule that finds the same statically:
 | `Event.elapsed_time` on an event last recorded in a capture | OFL107 | invalid argument |
 | an eager read of a tensor a capture made, before any replay of its graph | OFL201 | none: garbage |
 | a wait on an event last recorded in a capture that has ended | OFL202 | invalid argument |
+| with `races=True` (`--races`): a kernel touching a tensor that another stream's kernel touched, with no event or stream wait ordering them (PyTorch's CUDA sanitizer finds it) | OFL205 | none: wrong numbers |
 
-A stack is a list of (code, instruction offset) pairs taken cheaply at each call; line numbers
-and source lines are worked out only when a violation is written. Events and streams outside any
-capture cost a few dictionary operations per call: see benchmarks/sanitizer_overhead.py.
+A stack is a list of (code, instruction offset) pairs taken only where a check may need it;
+line numbers and source lines are worked out only when a violation is written. On an eager
+forward (no capture live) a watched call costs its wrapper, a counter, and for an event record
+the lookup of the record shared by its call site (OFL101's second stack is the stack of the first
+eager record made at that line from that caller); tensor methods and host syncs go straight to
+torch's: see benchmarks/sanitizer_overhead.py.
+
+Races between streams outside captures are PyTorch's CUDA sanitizer's field (CSAN: it follows
+every kernel's reads and writes, at a cost of many times the forward): `races=True` turns it on
+for as long as the capture sanitizer is installed and reports its first unordered pair as OFL205
+with both stacks. It is off by default and costs nothing then.
 """
 
 from __future__ import annotations
@@ -45,7 +54,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from threading import get_ident
+from typing import Any, NamedTuple
 
 from offlint.probing.errors import is_user_file
 
@@ -70,27 +80,47 @@ RULES: dict[str, tuple[str, str]] = {
         "no error: the eager forward reads memory only a replay writes (wrong numbers)",
     ),
     "OFL202": ("stale-captured-event", "1 cudaErrorInvalidValue (invalid argument) at the wait"),
+    "OFL205": (
+        "unsynchronized-side-stream-result",
+        "no error: two streams touch the tensor in no fixed order (wrong numbers, no CUDA error)",
+    ),
 }
 
 _MAX_FRAMES = 16
+_MAX_EAGER_SITES = 4096
 _THIS_FILE = __file__
 
+# How a watched method's wrapper treats torch's own nested calls: Stream.wait_stream calls
+# record_event and wait_event, Stream.wait_event calls Event.wait, Stream.record_event makes an
+# Event and records it. An _OUTER wrapper marks its thread busy while its hook runs; an _INNER
+# one passes straight to the original while the thread is busy; _ALONE ones neither nest nor are
+# nested (C methods, graph calls), so they skip the guard.
+_ALONE, _INNER, _OUTER = 0, 1, 2
+_MISSING: Any = object()  # an argument not passed
 
-# (code object, offset of the instruction running): reading a frame's line number decodes the
-# line table, so lines are worked out only when a violation is written.
-Frames = tuple[tuple[Any, int], ...]
+
+def _first_outside(frame: Any) -> Any:
+    """The innermost frame at or above `frame` that is not this module's (our frames sit only on
+    top: a hook and its wrapper)."""
+    while frame is not None and frame.f_code.co_filename == _THIS_FILE:
+        frame = frame.f_back
+    return frame
+
+
+def _frames_from(frame: Any) -> Frames:
+    frames: list[tuple[Any, int]] = []
+    append = frames.append
+    for _ in range(_MAX_FRAMES):
+        if frame is None:
+            break
+        append((frame.f_code, frame.f_lasti))
+        frame = frame.f_back
+    return tuple(frames)
 
 
 def _stack() -> Frames:
     """The caller's stack, innermost first, without this module's frames."""
-    frame: Any = sys._getframe(1)
-    frames: list[tuple[Any, int]] = []
-    while frame is not None and len(frames) < _MAX_FRAMES:
-        code = frame.f_code
-        if code.co_filename != _THIS_FILE:
-            frames.append((code, frame.f_lasti))
-        frame = frame.f_back
-    return tuple(frames)
+    return _frames_from(_first_outside(sys._getframe(1)))
 
 
 def _line_of(code: Any, offset: int) -> int:
@@ -111,11 +141,25 @@ class Site:
         return f"{self.file}:{self.line} in {self.function}: {self.code}"
 
 
+# A stack, innermost first. Its entries are (code object, offset of the instruction running):
+# reading a frame's line number decodes the line table, so lines are worked out only when a
+# violation is written. Stacks taken by PyTorch's CUDA sanitizer come as resolved Sites.
+Frames = tuple[tuple[Any, int] | Site, ...]
+
+
+def _file_of(entry: tuple[Any, int] | Site) -> str:
+    return entry.file if isinstance(entry, Site) else str(entry[0].co_filename)
+
+
 def user_sites(frames: Frames, limit: int = 6) -> list[Site]:
     """The user's frames of a stack, innermost first (all frames if none is the user's)."""
-    chosen = [f for f in frames if is_user_file(f[0].co_filename)] or list(frames)
+    chosen = [f for f in frames if is_user_file(_file_of(f))] or list(frames)
     sites = []
-    for code, offset in chosen[:limit]:
+    for entry in chosen[:limit]:
+        if isinstance(entry, Site):
+            sites.append(entry)
+            continue
+        code, offset = entry
         line = _line_of(code, offset)
         file = code.co_filename
         sites.append(Site(file, line, code.co_name, linecache.getline(file, line).strip()))
@@ -180,11 +224,13 @@ class CaptureHazard(RuntimeError):
         self.violation = violation
 
 
-@dataclass
-class _EventRecord:
+class _EventRecord(NamedTuple):
+    """Where an event was last recorded. Eager records are shared per call site (see
+    `CaptureSanitizer._note_record`): an eager record allocates nothing."""
+
     capture: int | None  # the capture it was last recorded in; None: eagerly
-    stream: Any
-    seq: int
+    stream: Any  # the stream's key (captures only)
+    seq: int  # the bookkeeping clock when it was recorded (captures only)
     stack: Frames
 
 
@@ -214,6 +260,10 @@ def _stream_key(stream: Any) -> Any:
     )
 
 
+class _Guard(threading.local):
+    busy = False  # an _OUTER watched call of this thread is running
+
+
 class CaptureSanitizer:
     """Install with `install()` / `uninstall()` or as a context manager.
 
@@ -223,18 +273,20 @@ class CaptureSanitizer:
     life cycle uses to name the line of a failure CUDA reports only at the capture's end.
     """
 
-    def __init__(self, mode: str = "raise", escapes: bool = True) -> None:
+    def __init__(self, mode: str = "raise", escapes: bool = True, races: bool = False) -> None:
         if mode not in ("raise", "record"):
             raise ValueError(f"mode must be 'raise' or 'record', not {mode!r}")
         self.mode = mode
         self.escapes = escapes  # OFL201: watch eager reads of capture-made memory
+        self.races = races  # OFL205: PyTorch's CUDA sanitizer on eager races between streams
+        self._races_undo: tuple[Any, Any, Any, bool, Any] | None = None
         self.violations: list[Violation] = []
         self.limitations: list[str] = []
         self.enabled = True
-        self.counts: dict[str, int] = {}
+        self._counts: dict[str, int] = {}
         self._seen: set[tuple[str, tuple[str, int] | None]] = set()
         self._patches: list[tuple[Any, str, Any, bool]] = []
-        self._local = threading.local()
+        self._guard = _Guard()
         self._seq = 0
         self._capture: _Capture | None = None
         self._captures = 0
@@ -243,10 +295,19 @@ class CaptureSanitizer:
         # after this sanitizer): no table keyed by events, so nothing here outlives them or
         # needs their hash or a weak reference.
         self._key = f"_offlint_sanitizer_{id(self)}"
+        # call site (ids of the innermost two codes and their offsets) → the eager record made
+        # there: an eager forward records the same events at the same lines every step
+        self._eager_records: dict[tuple[int, int, int, int], _EventRecord] = {}
         # graph → (capture number, capture stack, blocks it made) until its first replay
         self._unreplayed: dict[int, tuple[int, Frames, list[tuple[int, int]]]] = {}
         self._escape_mode: Any = None
         self._torch: Any = None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many of each watched stream/event/graph call the program made (not counting the
+        calls torch's own methods make inside them)."""
+        return {name: count for name, count in self._counts.items() if count}
 
     # --- installation ------------------------------------------------------------------------
 
@@ -267,43 +328,46 @@ class CaptureSanitizer:
         finally:
             self.enabled = was
 
-    def install(self) -> None:
-        import torch
-
+    def install(self, torch: Any = None) -> None:
+        """Patch torch (`torch`: a stand-in module with the same names, for tests)."""
+        if torch is None:
+            import torch
         self._torch = torch
         cuda = torch.cuda
         self._wrap(cuda.Event, "__new__", self._event_new, static=True)
-        event_hooks: tuple[tuple[str, Callable[..., Any]], ...] = (
-            ("record", self._event_record),
-            ("wait", self._event_wait),
-            ("query", self._event_sync),
-            ("synchronize", self._event_sync),
-            ("elapsed_time", self._event_elapsed),
+        self._wrap(
+            cuda.Event, "record", self._event_record, "Event.record", _INNER, one_argument=True
         )
-        for name, hook in event_hooks:
-            self._wrap(cuda.Event, name, hook)
+        self._wrap(cuda.Event, "wait", self._event_wait, "Event.wait", _INNER, one_argument=True)
+        for name in ("query", "synchronize"):
+            self._wrap(
+                cuda.Event, name, self._event_sync, "Event.query/synchronize", capture_only=True
+            )
+        self._wrap(cuda.Event, "elapsed_time", self._event_elapsed, "Event.elapsed_time")
         stream_hooks: tuple[tuple[str, Callable[..., Any]], ...] = (
             ("wait_event", self._stream_wait_event),
             ("wait_stream", self._stream_wait_stream),
             ("record_event", self._stream_record_event),
-            ("synchronize", self._stream_sync),
-            ("query", self._stream_sync),
         )
         for name, hook in stream_hooks:
-            self._wrap(cuda.Stream, name, hook)
-        self._wrap(cuda.StreamContext, "__enter__", self._stream_enter)
-        self._wrap(cuda, "synchronize", self._device_sync)
-        self._wrap(cuda.CUDAGraph, "capture_begin", self._capture_begin)
-        self._wrap(cuda.CUDAGraph, "capture_end", self._capture_end)
+            self._wrap(cuda.Stream, name, hook, f"Stream.{name}", _OUTER, one_argument=True)
+        for name in ("synchronize", "query"):
+            self._wrap(
+                cuda.Stream, name, self._stream_sync, "Stream.synchronize/query", capture_only=True
+            )
+        self._wrap(cuda.StreamContext, "__enter__", self._stream_enter, capture_only=True)
+        self._wrap(cuda, "synchronize", self._device_sync, capture_only=True)
+        self._wrap(cuda.CUDAGraph, "capture_begin", self._capture_begin, "CUDAGraph.capture_begin")
+        self._wrap(cuda.CUDAGraph, "capture_end", self._capture_end, "CUDAGraph.capture_end")
         self._wrap(cuda.CUDAGraph, "replay", self._replay)
         tensor = torch.Tensor
-        self._wrap(tensor, "record_stream", self._record_stream)
+        self._wrap(tensor, "record_stream", self._record_stream, "Tensor.record_stream")
         for name in ("item", "tolist", "__bool__"):
-            self._wrap(tensor, name, self._tensor_sync(name))
-        self._wrap(tensor, "cpu", self._tensor_cpu)
-        self._wrap(tensor, "to", self._tensor_to)
-        self._wrap(tensor, "cuda", self._tensor_cuda)
-        self._wrap(tensor, "copy_", self._tensor_copy)
+            self._wrap(tensor, name, self._tensor_sync(name), capture_only=True)
+        self._wrap(tensor, "cpu", self._tensor_cpu, capture_only=True)
+        self._wrap(tensor, "to", self._tensor_to, capture_only=True)
+        self._wrap(tensor, "cuda", self._tensor_cuda, capture_only=True)
+        self._wrap(tensor, "copy_", self._tensor_copy, capture_only=True)
         for generic, names in (
             (getattr(torch, "Event", None), ("record", "wait", "query", "synchronize")),
             (
@@ -321,22 +385,34 @@ class CaptureSanitizer:
                     f"replaced: its {', '.join(names)} calls are not seen (torch.cuda.* are)"
                 )
                 continue
-            hooks = {
-                "record": self._event_record,
-                "wait": self._event_wait,
-                "query": self._event_sync,
-                "synchronize": self._event_sync
-                if generic is getattr(torch, "Event", None)
-                else self._stream_sync,
-                "wait_event": self._stream_wait_event,
-                "wait_stream": self._stream_wait_stream,
-                "record_event": self._stream_record_event,
+            is_event = generic is getattr(torch, "Event", None)
+            hooks: dict[str, tuple[Callable[..., Any], str]] = {
+                "record": (self._event_record, "Event.record"),
+                "wait": (self._event_wait, "Event.wait"),
+                "query": (
+                    (self._event_sync, "Event.query/synchronize")
+                    if is_event
+                    else (self._stream_sync, "Stream.synchronize/query")
+                ),
+                "synchronize": (
+                    (self._event_sync, "Event.query/synchronize")
+                    if is_event
+                    else (self._stream_sync, "Stream.synchronize/query")
+                ),
+                "wait_event": (self._stream_wait_event, "Stream.wait_event"),
+                "wait_stream": (self._stream_wait_stream, "Stream.wait_stream"),
+                "record_event": (self._stream_record_event, "Stream.record_event"),
             }
             for name in names:
-                self._wrap(generic, name, hooks[name])
+                hook, count = hooks[name]
+                nesting = _INNER if is_event else _OUTER
+                self._wrap(generic, name, hook, count, nesting, one_argument=True)
+        if self.races:
+            self._watch_races()
 
     def uninstall(self) -> None:
         self._close_escape_window()
+        self._unwatch_races()
         for owner, name, original, owned in reversed(self._patches):
             if owned:
                 setattr(owner, name, original)
@@ -350,10 +426,21 @@ class CaptureSanitizer:
         owner: Any,
         name: str,
         hook: Callable[..., Any],
+        count: str | None = None,
+        nesting: int = _ALONE,
         static: bool = False,
+        capture_only: bool = False,
+        one_argument: bool = False,
     ) -> None:
-        """Replace `owner.name` by `hook(original, *args, **kwargs)`; re-entrant calls (torch's
-        own wait_stream calls wait_event) go straight to the original."""
+        """Replace `owner.name` by a wrapper that calls `hook(original, *args, **kwargs)`.
+
+        `count` names the call in `counts`. `nesting` says how the wrapper treats torch's own
+        re-entrant calls (`_OUTER`: its original calls other watched methods, which then go
+        straight to theirs; `_INNER`: such a call is made inside an `_OUTER` one). A
+        `capture_only` hook checks nothing outside a capture: while none is live anywhere the
+        wrapper calls the original without it (the eager forward's fast path). `one_argument`:
+        the method takes at most one argument besides its object (the per-layer calls: see
+        `_one_argument_wrapper`)."""
         owned = name in vars(owner)
         if static and not owned:
             return  # an inherited __new__ (a stand-in class): nothing of ours to note
@@ -362,17 +449,12 @@ class CaptureSanitizer:
             self.limitations.append(f"{getattr(owner, '__name__', owner)} has no {name}")
             return
         original = raw.__func__ if isinstance(raw, staticmethod) else raw
-        local = self._local
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if getattr(local, "busy", False):
-                return original(*args, **kwargs)
-            local.busy = True
-            try:
-                return hook(original, *args, **kwargs)
-            finally:
-                local.busy = False
-
+        if static:
+            wrapper = self._constructor_wrapper(hook, original)
+        elif one_argument and count is not None and nesting in (_INNER, _OUTER):
+            wrapper = self._one_argument_wrapper(hook, original, count, nesting)
+        else:
+            wrapper = self._wrapper(hook, original, count, nesting, capture_only)
         wrapper.__name__ = getattr(original, "__name__", name)
         wrapper.__doc__ = getattr(original, "__doc__", None)
         try:
@@ -384,14 +466,118 @@ class CaptureSanitizer:
             return
         self._patches.append((owner, name, raw, owned))
 
+    def _wrapper(
+        self,
+        hook: Callable[..., Any],
+        original: Callable[..., Any],
+        count: str | None,
+        nesting: int,
+        capture_only: bool,
+    ) -> Callable[..., Any]:
+        # The code an eager forward runs at every watched call: one closure per kind, with
+        # what it needs bound as locals, doing no more than its kind needs.
+        counts, guard, sanitizer = self._counts, self._guard, self
+        if count is not None:
+            counts.setdefault(count, 0)
+        if nesting == _OUTER:
+
+            def outer(*args: Any, **kwargs: Any) -> Any:
+                if guard.busy:
+                    return original(*args, **kwargs)
+                if count is not None:
+                    counts[count] += 1
+                guard.busy = True
+                try:
+                    return hook(original, *args, **kwargs)
+                finally:
+                    guard.busy = False
+
+            return outer
+        if nesting == _INNER:
+
+            def inner(*args: Any, **kwargs: Any) -> Any:
+                if guard.busy:
+                    return original(*args, **kwargs)
+                if count is not None:
+                    counts[count] += 1
+                return hook(original, *args, **kwargs)
+
+            return inner
+        if capture_only:
+
+            def unless_eager(*args: Any, **kwargs: Any) -> Any:
+                if count is not None:
+                    counts[count] += 1
+                if sanitizer._capture is None:
+                    return original(*args, **kwargs)
+                return hook(original, *args, **kwargs)
+
+            return unless_eager
+
+        def alone(*args: Any, **kwargs: Any) -> Any:
+            if count is not None:
+                counts[count] += 1
+            return hook(original, *args, **kwargs)
+
+        return alone
+
+    def _one_argument_wrapper(
+        self,
+        hook: Callable[..., Any],
+        original: Callable[..., Any],
+        count: str,
+        nesting: int,
+    ) -> Callable[..., Any]:
+        """The wrapper of a method of at most one argument (`Event.record(stream=None)`,
+        `Stream.wait_event(event)`, ...), called positionally without packing its arguments:
+        these are the calls an offloader makes per layer. Keyword calls take the general one."""
+        general = self._wrapper(hook, original, count, nesting, False)
+        counts, guard = self._counts, self._guard
+        if nesting == _OUTER:
+
+            def outer(obj: Any, arg: Any = _MISSING, **kwargs: Any) -> Any:
+                if kwargs:
+                    return (
+                        general(obj, **kwargs) if arg is _MISSING else general(obj, arg, **kwargs)
+                    )
+                if guard.busy:
+                    return original(obj) if arg is _MISSING else original(obj, arg)
+                counts[count] += 1
+                guard.busy = True
+                try:
+                    return hook(original, obj) if arg is _MISSING else hook(original, obj, arg)
+                finally:
+                    guard.busy = False
+
+            return outer
+
+        def inner(obj: Any, arg: Any = _MISSING, **kwargs: Any) -> Any:
+            if kwargs:
+                return general(obj, **kwargs) if arg is _MISSING else general(obj, arg, **kwargs)
+            if guard.busy:
+                return original(obj) if arg is _MISSING else original(obj, arg)
+            counts[count] += 1
+            return hook(original, obj) if arg is _MISSING else hook(original, obj, arg)
+
+        return inner
+
+    def _constructor_wrapper(
+        self, hook: Callable[..., Any], original: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        """`Event.__new__`: the hook only notes `external=True` (the fourth argument)."""
+
+        def constructor(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs or len(args) >= 4:
+                return hook(original, cls, *args, **kwargs)
+            return original(cls, *args)
+
+        return constructor
+
     # --- bookkeeping -------------------------------------------------------------------------
 
     def _next(self) -> int:
         self._seq += 1
         return self._seq
-
-    def _count(self, name: str) -> None:
-        self.counts[name] = self.counts.get(name, 0) + 1
 
     def _current_stream(self) -> Any:
         return self._torch.cuda.current_stream()
@@ -399,7 +585,7 @@ class CaptureSanitizer:
     def _in_capture(self) -> _Capture | None:
         """The active capture, if the calling thread is the one capturing."""
         capture = self._capture
-        if capture is None or capture.thread != threading.get_ident():
+        if capture is None or capture.thread != get_ident():
             return None
         return capture
 
@@ -414,9 +600,6 @@ class CaptureSanitizer:
             if self._capture is not None:
                 self._capture.stopped = True
             raise CaptureHazard(violation)
-
-    def _member(self, capture: _Capture, key: Any) -> bool:
-        return key in capture.members
 
     def _fork(self, capture: _Capture, key: Any, stack: Frames) -> None:
         seq = self._next()
@@ -438,19 +621,42 @@ class CaptureSanitizer:
         return getattr(event, self._key, None)
 
     def _note_record(self, event: Any, stream: Any) -> None:
-        """`stream` None: the current stream. Outside a capture the stream is not looked up
-        (an eager record only needs to say it was eager: the cheap path of an eager forward)."""
-        capture = self._in_capture()
-        key = None
-        in_capture = None
-        if capture is not None:
+        """`stream` None: the current stream. Outside a capture the stream is not looked up and
+        the record is the one shared by every eager record made at the same call site.
+
+        An eager record's stack is needed only if a capture later waits on the event (OFL101's
+        second stack). Walking the whole stack at every eager record was most of what the
+        sanitizer cost an eager forward, so the record is made once per call site, told apart by
+        the innermost two frames outside this module (code and offset): its outer frames are
+        those of the first record made there."""
+        capture = self._capture
+        if capture is not None and capture.thread == get_ident():
             key = _stream_key(stream if stream is not None else self._current_stream())
             in_capture = capture.number if key in capture.members else None
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(event, self._key, _EventRecord(in_capture, key, self._next(), _stack()))
+            record = _EventRecord(in_capture, key, self._next(), _stack())
+        else:
+            frame = _first_outside(sys._getframe(2))  # (past this method and its hook)
+            caller = frame.f_back if frame is not None else None
+            site = (
+                id(frame.f_code) if frame is not None else 0,
+                frame.f_lasti if frame is not None else -1,
+                id(caller.f_code) if caller is not None else 0,
+                caller.f_lasti if caller is not None else -1,
+            )
+            shared = self._eager_records.get(site)
+            if shared is None:
+                # its stack holds both codes: their ids stay theirs while it is kept
+                shared = _EventRecord(None, None, 0, _frames_from(frame))
+                if len(self._eager_records) < _MAX_EAGER_SITES:
+                    self._eager_records[site] = shared
+            record = shared
+        # (not contextlib.suppress: this runs at every record of an eager forward)
+        try:  # noqa: SIM105
+            setattr(event, self._key, record)
+        except (AttributeError, TypeError):
+            pass  # an event type without a __dict__: its waits are not checked
 
     def _event_record(self, original: Any, event: Any, stream: Any = None) -> Any:
-        self._count("Event.record")
         result = original(event, stream) if stream is not None else original(event)
         if self.enabled:
             self._note_record(event, stream)
@@ -458,12 +664,16 @@ class CaptureSanitizer:
 
     def _check_wait(self, waiter: Any, event: Any, what: str) -> None:
         """`waiter` None: the current stream (looked up only inside a capture)."""
-        if getattr(event, "_offlint_external", False):
-            return
-        record = self._record_of(event)
+        record: _EventRecord | None = getattr(event, self._key, None)
         if record is None:
             return  # never recorded (a no-op wait), or recorded before the sanitizer
-        capture = self._in_capture()
+        capture = self._capture
+        if capture is not None and capture.thread != get_ident():
+            capture = None
+        if record.capture is None and capture is None:
+            return  # an eager wait on an eager record: the eager forward's fast path
+        if getattr(event, "_offlint_external", False):
+            return
         if (
             record.capture is not None
             and record.capture in self._ended
@@ -508,13 +718,14 @@ class CaptureSanitizer:
             self._fork(capture, key, _stack())
 
     def _event_wait(self, original: Any, event: Any, stream: Any = None) -> Any:
-        self._count("Event.wait")
         if self.enabled:
-            self._check_wait(stream, event, "Event.wait()")
+            record = getattr(event, self._key, None)
+            # (an eager wait on an eager record, no capture live: nothing to check)
+            if record is not None and (record.capture is not None or self._capture is not None):
+                self._check_wait(stream, event, "Event.wait()")
         return original(event, stream) if stream is not None else original(event)
 
     def _event_sync(self, original: Any, event: Any) -> Any:
-        self._count("Event.query/synchronize")
         capture = self._in_capture() if self.enabled else None
         if capture is not None:
             record = self._record_of(event)
@@ -535,7 +746,6 @@ class CaptureSanitizer:
         return original(event)
 
     def _event_elapsed(self, original: Any, event: Any, end: Any) -> Any:
-        self._count("Event.elapsed_time")
         if self.enabled:
             for timed in (event, end):
                 record = self._record_of(timed)
@@ -561,13 +771,13 @@ class CaptureSanitizer:
     # --- streams -----------------------------------------------------------------------------
 
     def _stream_wait_event(self, original: Any, stream: Any, event: Any) -> Any:
-        self._count("Stream.wait_event")
         if self.enabled:
-            self._check_wait(stream, event, "Stream.wait_event()")
+            record = getattr(event, self._key, None)
+            if record is not None and (record.capture is not None or self._capture is not None):
+                self._check_wait(stream, event, "Stream.wait_event()")
         return original(stream, event)
 
     def _stream_wait_stream(self, original: Any, stream: Any, other: Any) -> Any:
-        self._count("Stream.wait_stream")
         capture = self._in_capture() if self.enabled else None
         if capture is not None:
             waiter, waited = _stream_key(stream), _stream_key(other)
@@ -594,14 +804,12 @@ class CaptureSanitizer:
         return original(stream, other)
 
     def _stream_record_event(self, original: Any, stream: Any, event: Any = None) -> Any:
-        self._count("Stream.record_event")
         result = original(stream, event) if event is not None else original(stream)
         if self.enabled:
             self._note_record(result if result is not None else event, stream)
         return result
 
     def _stream_sync(self, original: Any, stream: Any) -> Any:
-        self._count("Stream.synchronize/query")
         capture = self._in_capture() if self.enabled else None
         if capture is not None:
             self._host_sync(capture, "Stream.synchronize()/query() (a host sync)")
@@ -637,7 +845,6 @@ class CaptureSanitizer:
         return original(*args, **kwargs)
 
     def _record_stream(self, original: Any, tensor: Any, stream: Any) -> Any:
-        self._count("Tensor.record_stream")
         return original(tensor, stream)
 
     def _host_sync(self, capture: _Capture, what: str) -> None:
@@ -694,10 +901,12 @@ class CaptureSanitizer:
         if self._capture is not None and self.enabled:
             capture = self._in_capture()
             if capture is not None and self._host_unpinned(tensor):
-                with contextlib.suppress(Exception):
+                try:
                     device = self._torch._C._nn._parse_to(*args, **kwargs)[0]
-                    if device is not None and device.type == "cuda":
-                        self._pageable(capture, "Tensor.to(cuda) from pageable host memory")
+                except Exception:
+                    device = None  # arguments torch itself will reject: its error stands
+                if device is not None and device.type == "cuda":
+                    self._pageable(capture, "Tensor.to(cuda) from pageable host memory")
         return original(tensor, *args, **kwargs)
 
     def _tensor_cuda(self, original: Any, tensor: Any, *args: Any, **kwargs: Any) -> Any:
@@ -737,11 +946,10 @@ class CaptureSanitizer:
         return blocks
 
     def _capture_begin(self, original: Any, graph: Any, *args: Any, **kwargs: Any) -> Any:
-        self._count("CUDAGraph.capture_begin")
         before = self._active_blocks()
         result = original(graph, *args, **kwargs)
         self._captures += 1
-        capture = _Capture(self._captures, None, threading.get_ident(), _stack())
+        capture = _Capture(self._captures, None, get_ident(), _stack())
         capture.origin = _stream_key(self._current_stream())
         capture.members[capture.origin] = self._next()
         capture.blocks_before = before
@@ -749,7 +957,6 @@ class CaptureSanitizer:
         return result
 
     def _capture_end(self, original: Any, graph: Any) -> Any:
-        self._count("CUDAGraph.capture_end")
         capture = self._capture
         unjoined: Violation | None = None
         if capture is not None and self.enabled and not capture.stopped:
@@ -875,6 +1082,122 @@ class CaptureSanitizer:
                         )
                     )
 
+    # --- OFL205: races between streams, named by PyTorch's CUDA sanitizer (opt-in) ------------
+
+    def _watch_races(self) -> None:
+        """Turn CSAN on and take its findings: its event handler's check of each kernel launch
+        hands the unordered pairs here (CSAN itself would print them and raise its own error).
+        CSAN's tracing callbacks are registered once, when torch.cuda._sanitizer is imported:
+        its one module-level sanitizer is used, never a second."""
+        try:
+            from torch.cuda import _gpu_trace as gpu_trace
+            from torch.cuda import _sanitizer as csan
+
+            owner = csan.cuda_sanitizer
+            handler: Any = owner.dispatch.event_handler
+            launch = handler._handle_kernel_launch
+            unordered = csan.UnsynchronizedAccessError
+        except Exception as exc:
+            self.limitations.append(
+                f"races between streams not watched: PyTorch's CUDA sanitizer is not usable "
+                f"here ({type(exc).__name__}: {exc})"
+            )
+            return
+        previous = vars(handler).get("_handle_kernel_launch")
+
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            errors = launch(*args, **kwargs)
+            races = [error for error in errors if isinstance(error, unordered)]
+            if races and self.enabled:
+                self._race(races[0])  # mode "raise": CaptureHazard out of the racing op
+            return [error for error in errors if not isinstance(error, unordered)]
+
+        handler._handle_kernel_launch = checked
+        was_enabled = bool(owner.enabled)
+        if not was_enabled:
+            _attach_csan()
+            type(handler).__init__(handler)  # what it saw while detached is stale: start afresh
+            owner.enable()
+        self._races_undo = (handler, previous, owner, was_enabled, gpu_trace)
+
+    def _unwatch_races(self) -> None:
+        undo, self._races_undo = self._races_undo, None
+        if undo is None:
+            return
+        handler, previous, owner, was_enabled, gpu_trace = undo
+        if not was_enabled:
+            with contextlib.suppress(Exception):
+                owner.disable()
+            _detach_csan(handler, gpu_trace)
+        if previous is not None:
+            handler._handle_kernel_launch = previous
+        else:
+            with contextlib.suppress(AttributeError):
+                del handler._handle_kernel_launch
+
+    def _race(self, error: Any) -> None:
+        current, previous = error.current_access, error.previous_access
+        capture = self._in_capture()
+        self._violate(
+            Violation(
+                "OFL205",
+                f"{_access_text(current)} on stream {current.stream} is not ordered after "
+                f"{_access_text(previous)} on stream {previous.stream}: no event or stream "
+                "wait between them",
+                _csan_frames(current.stack_trace),
+                "the other stream's access",
+                _csan_frames(previous.stack_trace),
+                capture.number if capture is not None else None,
+                "make the consuming stream wait for the producing one before it uses the "
+                "tensor (`torch.cuda.current_stream().wait_stream(side)`, or `wait_event` on "
+                "an event recorded after the copy), and `record_stream` a tensor another stream "
+                "still uses",
+            )
+        )
+
+
+# CSAN's tracing callbacks taken off while no sanitizer has it on: (registry, callback)
+_CSAN_DETACHED: list[tuple[Any, Any]] = []
+
+
+def _detach_csan(handler: Any, gpu_trace: Any) -> None:
+    """PyTorch registers CSAN's tracing callbacks when torch.cuda._sanitizer is imported and never
+    removes them; they take a Python stack at every allocation whether CSAN is on or not (on the
+    H200 an eager forward ran 2.9x slower after a races=True run). Off with CSAN: off with them."""
+    for registry in vars(gpu_trace).values():
+        callbacks = getattr(registry, "callback_list", None)
+        if not isinstance(callbacks, list):
+            continue
+        for callback in list(callbacks):
+            if getattr(callback, "__self__", None) is handler:
+                callbacks.remove(callback)
+                _CSAN_DETACHED.append((registry, callback))
+
+
+def _attach_csan() -> None:
+    while _CSAN_DETACHED:
+        registry, callback = _CSAN_DETACHED.pop()
+        if callback not in registry.callback_list:
+            registry.callback_list.append(callback)
+
+
+def _access_text(access: Any) -> str:
+    kind = (
+        "a write to" if str(getattr(access.type, "name", access.type)) == "WRITE" else "a read of"
+    )
+    operator = str(access.operator).split("(")[0]
+    return f"{kind} {', '.join(access.aliases) or 'a tensor'} by {operator}"
+
+
+def _csan_frames(summary: Any) -> Frames:
+    """CSAN's stack (a traceback.StackSummary, outermost first) as Sites, innermost first."""
+    sites = []
+    for frame in reversed(list(summary or ())):
+        line = frame.lineno or 0
+        code = (frame.line or linecache.getline(frame.filename, line) or "").strip()
+        sites.append(Site(frame.filename, line, frame.name, code))
+    return tuple(sites)
+
 
 _MODE_CLASS: Any = None
 
@@ -901,9 +1224,11 @@ def _escape_mode_class(torch: Any) -> Any:
 
 
 @contextlib.contextmanager
-def capture_sanitizer(mode: str = "raise", escapes: bool = True) -> Iterator[CaptureSanitizer]:
+def capture_sanitizer(
+    mode: str = "raise", escapes: bool = True, races: bool = False
+) -> Iterator[CaptureSanitizer]:
     """`with capture_sanitizer(): run_the_graph_runner()` — the context manager for tests."""
-    sanitizer = CaptureSanitizer(mode, escapes)
+    sanitizer = CaptureSanitizer(mode, escapes, races)
     sanitizer.install()
     try:
         yield sanitizer
