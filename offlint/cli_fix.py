@@ -35,6 +35,13 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     help="Offloader rewrite: overlap (primed prefetch, keeps H2D overlapped in graphs) or inline "
     "(smallest change). auto: overlap where applicable. [default: auto, or [tool.offlint.fix] strategy]",
 )
+@click.option(
+    "--compile-safe/--no-compile-safe",
+    default=None,
+    help="Write no capture test (torch.compile cannot trace one): the primed overlap with a pending "
+    "flag, joins that run always; rewrites that need the capture state at run time are left, with "
+    "the reason. [default: on where the module uses torch.compile, or [tool.offlint.fix] compile-safe]",
+)
 @click.option("--select", multiple=True, help="Only fix these rule codes or prefixes.")
 @click.option("--ignore", multiple=True, help="Do not fix these rule codes or prefixes.")
 @click.option(
@@ -72,6 +79,7 @@ def fix_command(
     apply_: bool,
     show_diff: bool,
     strategy: str | None,
+    compile_safe: bool | None,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     min_confidence: str | None,
@@ -103,6 +111,7 @@ def fix_command(
             min_confidence=min_confidence,
             exit_zero=exit_zero,
             exit_non_zero_on_fix=exit_non_zero_on_fix,
+            compile_safe=compile_safe,
         )
     sys.exit(code)
 

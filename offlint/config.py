@@ -48,8 +48,8 @@ REMOVED_KEYS = {
     "target-torch": "it was removed: no rule depends on the PyTorch version (every fact the rules "
     "rest on was measured on 2.11, and none is known to differ by version); delete the line",
 }
-# `[tool.offlint.fix]`: what `offlint fix` reads (pipeline/fix.py validates the value itself)
-FIX_KEYS = frozenset({"strategy"})
+# `[tool.offlint.fix]`: what `offlint fix` (and `check`'s fixes) read; values validated below
+FIX_KEYS = frozenset({"strategy", "compile-safe"})
 CONFIDENCE_LEVELS = ("high", "medium", "low")
 _SELECTOR = re.compile(r"^(ALL|OFL\d{0,3})$")
 
@@ -244,6 +244,8 @@ def parse_config(
     check.unknown(fix, FIX_KEYS, ("fix",), "[tool.offlint.fix]")
     if "strategy" in fix and not isinstance(fix["strategy"], str):
         raise check.error(("fix", "strategy"), "[tool.offlint.fix] strategy must be a string")
+    if "compile-safe" in fix and not (isinstance(fix["compile-safe"], bool) or fix["compile-safe"] == "auto"):
+        raise check.error(("fix", "compile-safe"), '[tool.offlint.fix] compile-safe must be "auto", true or false')
     probe = dict(table.get("probe", {}))
     probe_keys = _probe_keys() if probe else None
     if probe_keys is not None:

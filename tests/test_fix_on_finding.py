@@ -114,3 +114,19 @@ def test_sarif_results_carry_the_fix_as_replacements(tmp_path: Path) -> None:
         for r in change["replacements"]
     ]
     assert got == expected
+
+
+def test_the_fixes_check_attaches_follow_the_compile_safe_setting(tmp_path: Path) -> None:
+    source = (ROOT / "fixtures" / "sglang_offloader_original.py").read_text(encoding="utf-8")
+    contents = {}
+    for setting in ("false", "true"):
+        project = tmp_path / setting
+        project.mkdir()
+        (project / "pyproject.toml").write_text(f"[tool.offlint.fix]\ncompile-safe = {setting}\n", encoding="utf-8")
+        (project / "offloader.py").write_text(source, encoding="utf-8")
+        report = _check_json("--config", str(project / "pyproject.toml"), str(project / "offloader.py"))
+        edits = [e for d in report["diagnostics"] if d["fix"] for e in d["fix"]["edits"]]
+        assert edits
+        contents[setting] = "".join(e["content"] for e in edits)
+    assert "is_current_stream_capturing" in contents["false"]
+    assert "is_current_stream_capturing" not in contents["true"]

@@ -77,6 +77,8 @@ class FileSettings:
     segmented_capture: bool = False
     # findings below it are hidden from the report; not part of the key (cached results hold all)
     min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE
+    # `[tool.offlint.fix] compile-safe` (None: auto): the fixes `check` attaches are `fix`'s
+    compile_safe: bool | None = None
 
     def key(self) -> str:
         return self._key
@@ -91,6 +93,7 @@ class FileSettings:
                 self.front_end,
                 ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}:{s.handed}" for s in self.seeds),
                 "segmented" if self.segmented_capture else "",
+                "" if self.compile_safe is None else f"compile-safe={self.compile_safe}",
             ]
         )
 

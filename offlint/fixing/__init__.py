@@ -8,6 +8,7 @@
 - `fork_join.py`: a fork with no consumer, joined while capturing where its work ends;
 - `hook_moves.py`: a hook that moves its module back after a captured forward (put back);
 - `capture_test.py`: how a module spells the capture test (and `import torch` when needed);
+- `compile_safe.py`: `--compile-safe`, rewrites with no capture test for code torch.compile traces;
 - `mechanical.py` holds the small one-statement fixes (OFL204, OFL106);
 - `apply.py` runs the fixers to convergence and refuses results that do not parse;
 - `writes.py` writes atomically and never over a file that changed since it was read;

@@ -39,6 +39,7 @@ from offlint.diagnostics import (
     FileError,
     FixSafety,
 )
+from offlint.fixing.compile_safe import compile_safe_for
 from offlint.fixing.edits import Edit, StatementPlan
 from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
 from offlint.fixing.event_handoff import plan_event_handoffs
@@ -60,6 +61,7 @@ class FixSettings:
     strategy: str = AUTO
     capture_reachable: tuple[str, ...] = ()
     min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE  # fixes act on what `check` shows
+    compile_safe: bool | None = None  # no capture test in the output; None: where torch.compile is used
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,11 @@ class Fixer:
 
 
 def _offloader(model: ModuleModel, settings: FixSettings) -> tuple[StatementPlan, list[str]]:
-    return plan_offloader_fix(model, settings.strategy)
+    return plan_offloader_fix(model, settings.strategy, compile_safe=_compile_safe(model, settings))
+
+
+def _compile_safe(model: ModuleModel, settings: FixSettings) -> bool:
+    return compile_safe_for(model, settings.compile_safe)
 
 
 FIXERS = (
@@ -83,25 +89,37 @@ FIXERS = (
         "event-handoff",
         HANDOFF_RULES,
         FixSafety.UNSAFE,
-        lambda model, settings: (plan_event_handoffs(model, settings.min_confidence), []),
+        lambda model, settings: (
+            plan_event_handoffs(model, settings.min_confidence, compile_safe=_compile_safe(model, settings)),
+            [],
+        ),
     ),
     Fixer(  # after the hand-off fixer: the waits whose producer it cannot re-issue
         "external-event",
         EXTERNAL_RULES,
         FixSafety.UNSAFE,
-        lambda model, settings: (plan_external_events(model, settings.min_confidence), []),
+        lambda model, settings: (
+            plan_external_events(model, settings.min_confidence, compile_safe=_compile_safe(model, settings)),
+            [],
+        ),
     ),
     Fixer(
         "hook-moves",
         HOOK_MOVE_RULES,
         FixSafety.UNSAFE,
-        lambda model, settings: (plan_hook_moves(model, settings.min_confidence), []),
+        lambda model, settings: (
+            plan_hook_moves(model, settings.min_confidence, compile_safe=_compile_safe(model, settings)),
+            [],
+        ),
     ),
     Fixer(  # after the hand-off fixer: the forks a consumer joins are its
         "fork-join",
         FORK_JOIN_RULES,
         FixSafety.UNSAFE,
-        lambda model, settings: (plan_fork_joins(model, settings.min_confidence), []),
+        lambda model, settings: (
+            plan_fork_joins(model, settings.min_confidence, compile_safe=_compile_safe(model, settings)),
+            [],
+        ),
     ),
     Fixer(
         "OFL204", ("OFL204",), FixSafety.SAFE, lambda model, _: (plan_record_stream_fix(model), [])

@@ -30,7 +30,10 @@ def _plans(
     """What each fixer selected by the fixable diagnostics plans on `model` (or why it could not)."""
     wanted = frozenset(d.code for d in diagnostics if d.fixable)
     fix_settings = FixSettings(
-        select=wanted, capture_reachable=settings.capture_reachable, min_confidence=settings.min_confidence
+        select=wanted,
+        capture_reachable=settings.capture_reachable,
+        min_confidence=settings.min_confidence,
+        compile_safe=settings.compile_safe,
     )
     for fixer in FIXERS:
         if not fixer.selected(wanted):

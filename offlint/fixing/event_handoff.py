@@ -19,6 +19,10 @@ self.E[j] = ev`, `self.E = s.record_event()`), whatever the methods are called. 
   capture it would be a fork no replay joins and a second copy per replay; the captured forward
   copies its first block itself, at its start, through the consumer's re-issue.
 
+Compile-safe (`compile_safe.py`): not applied. Which side of a capture boundary the event was
+recorded on is known only at run time, through the capture test torch.compile cannot trace; the
+findings are left with that reason.
+
 Overlap is kept for every prefetch issued within a forward; the first block of a captured
 forward is copied at its start. The fix is unsafe: the re-issue copies again where the original
 waited on a stale or foreign event, and an event waited twice is copied twice.
@@ -37,10 +41,23 @@ from offlint.analysis.model import CallSite, ClassInfo, FunctionInfo, ModuleMode
 from offlint.analysis.syntax import unsubscripted, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
+from offlint.fixing.compile_safe import NEEDS_CAPTURE_STATE
 from offlint.fixing.edits import StatementPlan
 from offlint.fixing.findings import at_call_sites
 
 RULES = ("OFL101", "OFL202")
+# the consumer must know whether the event was recorded on its side of a capture boundary
+COMPILE_SAFE_REASON = (
+    f"{NEEDS_CAPTURE_STATE}, or issue the copy in the forward that waits on it (no prefetch across "
+    "a forward boundary)"
+)
+
+
+def handoff_of(model: ModuleModel, site: CallSite) -> Handoff | None:
+    """The hand-off this fixer rewrites at the wait `site` (a producer on `self` it can
+    re-issue), or None."""
+    handoff = _handoff(model, site)
+    return None if isinstance(handoff, str) else handoff
 
 
 @dataclass(frozen=True)
@@ -70,8 +87,14 @@ class Handoff:
 
 
 def plan_event_handoffs(
-    model: ModuleModel, floor: Confidence, spelling: CaptureTestSpelling | None = None
+    model: ModuleModel,
+    floor: Confidence,
+    spelling: CaptureTestSpelling | None = None,
+    *,
+    compile_safe: bool = False,
 ) -> StatementPlan:
+    """The tag-and-re-issue rewrite of every hand-off found; with `compile_safe` none (the
+    consumer's choice needs the capture state at run time) and each is left with that reason."""
     plan = StatementPlan()
     spelling = spelling or CaptureTestSpelling(model, plan, RULES[:1])
     # (class, attr) whose producers and __init__ are planned: "" done, else why they cannot be
@@ -81,6 +104,9 @@ def plan_event_handoffs(
         handoff = _handoff(model, site)
         if isinstance(handoff, str):
             plan.not_fixed.append((found.code, found.node, handoff))
+            continue
+        if compile_safe:
+            plan.not_fixed.append((found.code, found.node, COMPILE_SAFE_REASON))
             continue
         statement = handoff.wait_statement
         if any(_holds(statement, w) or _holds(w, statement) for w in wrapped):

@@ -14,7 +14,9 @@ Follows the event from the wait back to every place it is made (`self.E`, `self.
 a module global; lists and comprehensions of them; `.append(...)`). Each must be a constructor
 call; an event made elsewhere (handed in, popped from a pool, `stream.record_event()`) is left,
 with that reason, and so is one the module never records (its producer is not in view). Runs
-after `event_handoff.py`, on the findings it left.
+after `event_handoff.py`, on the findings it left; compile-safe, the hand-offs that fixer leaves
+for the capture state stay left (their producer re-made tensors the graph would not read). The
+rewrite itself adds no capture test.
 """
 
 from __future__ import annotations
@@ -31,16 +33,23 @@ from offlint.analysis.syntax import name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 from offlint.diagnostics import Confidence
 from offlint.fixing.edits import StatementPlan
+from offlint.fixing.event_handoff import COMPILE_SAFE_REASON as HANDOFF_COMPILE_SAFE_REASON
+from offlint.fixing.event_handoff import handoff_of
 from offlint.fixing.findings import at_call_sites
 
 RULES = ("OFL101", "OFL202")
 _EXTERNAL = m.Arg(keyword=m.Name("external"))
 
 
-def plan_external_events(model: ModuleModel, floor: Confidence) -> StatementPlan:
+def plan_external_events(model: ModuleModel, floor: Confidence, *, compile_safe: bool = False) -> StatementPlan:
     plan = StatementPlan()
     by_statement: dict[cst.BaseStatement, list[cst.Call]] = {}
     for found, site in at_call_sites(model, RULES, floor):
+        if compile_safe and handoff_of(model, site) is not None:
+            # the hand-off fixer's (re-issue keeps the addresses the graph reads), which
+            # compile-safe leaves: an external event would not make it correct
+            plan.not_fixed.append((found.code, found.node, HANDOFF_COMPILE_SAFE_REASON))
+            continue
         made = _constructors(model, site)
         if isinstance(made, str):
             plan.not_fixed.append((found.code, found.node, made))

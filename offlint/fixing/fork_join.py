@@ -11,6 +11,10 @@ after the join waits for the forked work, so the overlap past this call is lost 
 the fork's own call hands its result on (an early `return`, a `yield`), there is no single end to
 join at and the finding is left, with that reason.
 
+Compile-safe (`compile_safe.py`): the join runs always, under the fork's own condition only,
+since torch.compile cannot trace the capture test; eager runs then lose the overlap past this
+call too (inside a graph the join is one more edge, free).
+
 Forks whose work a later call consumes through an event are `event_handoff.py`'s (the consumer
 joins them): this fixer runs after it, on what is left. A fork another method of the class joins
 (`cur.wait_stream(self.side)`) is left with that reason: a join at the end of the forking call
@@ -28,31 +32,58 @@ from offlint.analysis.syntax import same_code, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan
+from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
+from offlint.fixing.event_handoff import handoff_of
 from offlint.fixing.findings import at_call_sites
 
 RULES = ("OFL103",)
 
 
-def plan_fork_joins(model: ModuleModel, floor: Confidence) -> StatementPlan:
+def plan_fork_joins(model: ModuleModel, floor: Confidence, *, compile_safe: bool = False) -> StatementPlan:
     plan = StatementPlan()
-    spelling = CaptureTestSpelling(model, plan, RULES)
+    spelling = None if compile_safe else CaptureTestSpelling(model, plan, RULES)
     anchored: set[int] = set()
+    handed_off = _left_handoff_producers(model, floor) if compile_safe else set()
     for found, site in at_call_sites(model, RULES, floor):
         placed = _join(model, site, spelling)
         if isinstance(placed, str):
             plan.not_fixed.append((found.code, found.node, placed))
+            continue
+        if id(site.function) in handed_off:
+            plan.not_fixed.append((found.code, found.node, _HANDED_OFF))
             continue
         anchor, before, join = placed
         if id(anchor) in anchored:
             plan.not_fixed.append((found.code, found.node, "a second fork ends where another is joined"))
             continue
         anchored.add(id(anchor))
-        title = "join the fork while capturing where its work ends (overlap past this call is lost in graphs)"
+        title = (
+            "join the fork where its work ends (overlap past this call is lost)"
+            if compile_safe
+            else "join the fork while capturing where its work ends (overlap past this call is lost in graphs)"
+        )
         if before:
             plan.insert_before(anchor, [join], RULES, title)
         else:
             plan.insert_after(anchor, [join], RULES, title)
     return plan
+
+
+_HANDED_OFF = (
+    "its copy is waited on in a later call through an event, a hand-off compile-safe leaves (it needs "
+    "the capture state at run time): a join here alone would not make the wait capturable"
+)
+
+
+def _left_handoff_producers(model: ModuleModel, floor: Confidence) -> set[int]:
+    """ids of the methods producing the hand-offs `event_handoff.py` would rewrite (compile-safe
+    leaves them): their forks are the consumer's to join, as in the default mode."""
+    producers: set[int] = set()
+    for _, site in at_call_sites(model, HANDOFF_RULES, floor):
+        handoff = handoff_of(model, site)
+        if handoff is not None:
+            producers.add(id(handoff.producer.method))
+    return producers
 
 
 def _consumer(model: ModuleModel, site: CallSite) -> FunctionInfo | None:
@@ -123,7 +154,7 @@ def _statement_of(fn: FunctionInfo, node: cst.CSTNode) -> cst.BaseStatement | No
 
 
 def _join(
-    model: ModuleModel, site: CallSite, spelling: CaptureTestSpelling
+    model: ModuleModel, site: CallSite, spelling: CaptureTestSpelling | None
 ) -> tuple[cst.BaseStatement, bool, cst.BaseStatement] | str:
     fn = site.function
     side = site.receiver
@@ -165,6 +196,19 @@ def _join(
                     f"`{fn.qualname}` can leave after the fork before its work ends (a `return` or `yield` "
                     "inside): no single place to join"
                 )
+    if spelling is None:  # compile-safe: join always (under the fork's own condition)
+        join = _unconditional_join(condition, current, side)
+    else:
+        join = _join_while_capturing(spelling, condition, current, side)
+    return last, final_return, join
+
+
+def _join_while_capturing(
+    spelling: CaptureTestSpelling,
+    condition: cst.BaseExpression | None,
+    current: cst.BaseExpression,
+    side: cst.BaseExpression,
+) -> cst.BaseStatement:
     test = spelling.call() if condition is None else cst.BooleanOperation(
         left=spelling.call(),
         operator=cst.And(),
@@ -172,7 +216,7 @@ def _join(
         if isinstance(condition, cst.BooleanOperation)
         else condition.deep_clone(),
     )
-    join = parse_template_statement(
+    return parse_template_statement(
         "if {test}:\n    {current}.wait_stream({side})\n",
         test=test,
         current=current.deep_clone(),
@@ -183,4 +227,22 @@ def _join(
             cst.EmptyLine(comment=cst.Comment("# with it open. Eager runs join it where they always did.")),
         ]
     )
-    return last, final_return, join
+
+
+def _unconditional_join(
+    condition: cst.BaseExpression | None, current: cst.BaseExpression, side: cst.BaseExpression
+) -> cst.BaseStatement:
+    """Compile-safe: no capture test (torch.compile cannot trace one). Joining eagerly as well
+    costs the overlap past this call; inside a graph a stream wait is only an edge."""
+    comments = [
+        cst.EmptyLine(comment=cst.Comment("# Join the fork before this call ends: a capture must not end with it open. Always,")),
+        cst.EmptyLine(comment=cst.Comment("# not only while capturing: torch.compile cannot trace a capture test (compile-safe).")),
+    ]
+    join = parse_template_statement(
+        "{current}.wait_stream({side})\n", current=current.deep_clone(), side=side.deep_clone()
+    )
+    if condition is None:
+        return join.with_changes(leading_lines=comments)
+    return parse_template_statement(
+        "if {test}:\n    {join}\n", test=condition.deep_clone(), join=join
+    ).with_changes(leading_lines=comments)

@@ -13,7 +13,8 @@ it entered it (its replays read those same, live tensors); eager forwards are un
 Needs the move in `post_forward` to undo one in `pre_forward` of the same hook class (that is
 what makes "put back" equal to "move back"), and an `__init__` to start the kept state in.
 Unsafe: while capturing, the post-forward move no longer runs (a cast that changed values on
-the way back would be skipped).
+the way back would be skipped). Compile-safe (`compile_safe.py`): not applied, since it keeps
+and puts back only while capturing; the finding is left with that reason.
 """
 
 from __future__ import annotations
@@ -25,14 +26,18 @@ from offlint.analysis.module_moves import ModuleMove, module_moves
 from offlint.analysis.syntax import walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
+from offlint.fixing.compile_safe import NEEDS_CAPTURE_STATE
 from offlint.fixing.edits import StatementPlan
 from offlint.fixing.findings import findings
 
 RULES = ("OFL201",)
+COMPILE_SAFE_REASON = (
+    f"{NEEDS_CAPTURE_STATE}, or keep the module where its forward needs it (no move back after it)"
+)
 _KEPT = "_kept_before_capture"
 
 
-def plan_hook_moves(model: ModuleModel, floor: Confidence) -> StatementPlan:
+def plan_hook_moves(model: ModuleModel, floor: Confidence, *, compile_safe: bool = False) -> StatementPlan:
     plan = StatementPlan()
     spelling = CaptureTestSpelling(model, plan, RULES)
     moves = None
@@ -57,6 +62,9 @@ def plan_hook_moves(model: ModuleModel, floor: Confidence) -> StatementPlan:
         init = cls.methods.get("__init__")
         if init is None or not isinstance(init.node.body, cst.IndentedBlock):
             plan.not_fixed.append((found.code, found.node, f"{cls.name} has no `__init__` to start the kept tensors in"))
+            continue
+        if compile_safe:  # keep-and-put-back happens only while capturing
+            plan.not_fixed.append((found.code, found.node, COMPILE_SAFE_REASON))
             continue
         if id(cls) in done:
             continue

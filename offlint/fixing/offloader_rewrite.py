@@ -16,6 +16,13 @@ of the capture boundary (a tag recorded with the event) and otherwise copies now
 consumer copies on the capture stream and waits on nothing; what it makes is handed only to
 captured code, never kept on `self`; an eager consumer that finds nothing pending loads first.
 One copy per module per replay, no overlap inside the graph.
+
+Compile-safe (`compile_safe.py`): the primed overlap only, whatever the strategy, and without the
+capture tag. Since no prefetch crosses a forward boundary, the copy a consumer finds pending was
+issued by its own forward, on its side of any capture boundary; a flag the producer sets and the
+wait takes (Python state, which Dynamo guards on) says whether one is pending. The inline rewrite
+and the end-of-forward join fallback branch on the capture state at run time, so a shape the
+primed overlap does not fit is left, with the reason.
 """
 
 from __future__ import annotations
@@ -47,9 +54,12 @@ _JOIN_METHOD = "join_pending_copies"
 _JOIN_HELPER = "join_offloader_copies"
 
 
-def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan, list[str]]:
+def plan_offloader_fix(
+    model: ModuleModel, strategy: str, *, compile_safe: bool = False
+) -> tuple[StatementPlan, list[str]]:
     """The statement changes for every hazardous offloader shape; and the strategy used per
-    shape (for the report)."""
+    shape (for the report). `compile_safe`: only the primed overlap, with no capture test (see
+    `compile_safe.py`); a shape it does not fit is left, with the reason."""
     plan = StatementPlan()
     used: list[str] = []
     spelling = CaptureTestSpelling(model, plan)
@@ -57,6 +67,26 @@ def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan
         if not shape.hazards:
             continue
         name = shape.cls.name
+        if compile_safe:
+            missing = _overlap_missing(shape)
+            if missing:
+                _leave(
+                    shape,
+                    plan,
+                    f"compile-safe: the primed overlap does not fit ({missing}), and the other offloader "
+                    "rewrites need the capture state at run time, which torch.compile(fullgraph=True) "
+                    "cannot trace; fix it with --no-compile-safe where this code is not compiled",
+                )
+                plan.notes.append(f"{name}: not rewritten (compile-safe needs the primed overlap: {missing})")
+                continue
+            if strategy == INLINE:
+                plan.notes.append(
+                    f"{name}: compile-safe uses the primed overlap, not inline (the inline rewrite "
+                    "branches on the capture state at run time)"
+                )
+            _plan_overlap(model, shape, plan, spelling, compile_safe=True)
+            used.append(OVERLAP)
+            continue
         if strategy in (AUTO, OVERLAP):
             missing = _overlap_missing(shape)
             if not missing:
@@ -82,6 +112,15 @@ def plan_offloader_fix(model: ModuleModel, strategy: str) -> tuple[StatementPlan
 
 
 # ----------------------------------------------------------------------------- shared pieces
+
+
+def _leave(shape: OffloaderShape, plan: StatementPlan, reason: str) -> None:
+    """Say why the shape's findings stay: the rewrite's rules, at every call of its producer and
+    consumer (where they are reported)."""
+    for fn in (shape.producer, shape.consumer):
+        for site in fn.calls:
+            for code in REWRITE_RULES:
+                plan.not_fixed.append((code, site.node, reason))
 
 
 def _substitute(
@@ -274,23 +313,92 @@ def _plan_tagged_wait(
     )
 
 
+def _plan_pending_wait(shape: OffloaderShape, plan: StatementPlan) -> None:
+    """Compile-safe consumer of the primed overlap: no capture tag. Every forward issues its own
+    first copies and prefetches only within itself, so a pending copy was issued by this
+    forward, on this side of any capture boundary; the consumer branches on Python state only
+    (a flag the producer sets and its wait takes), which Dynamo guards on."""
+    pending = f"self.{shape.pending_attr}"
+    plan.insert_after(
+        shape.fork_with,
+        statements(f"# A copy of this forward is pending; the consumer's wait takes it.\n{pending} = True\n"),
+        ("OFL101", "OFL202"),
+        "mark the copy pending for its consumer",
+    )
+    # set before any consumer can read it: next to the event's own initial value, else last in
+    # `__init__` (the forward-start hook's offload also clears it)
+    init_anchor: cst.BaseStatement | None = shape.event_init
+    if init_anchor is None and shape.init is not None:
+        init_anchor = next(iter(reversed(top_level_statements(shape.init))), None)
+    if init_anchor is not None:
+        plan.insert_after(
+            init_anchor,
+            statements(
+                f"# True while a copy issued by this forward waits for its consumer.\n{pending} = False\n"
+            ),
+            ("OFL101",),
+            "initialise the pending flag of the load event",
+        )
+    assert shape.offload is not None  # the overlap needs one (`_overlap_missing`)
+    offload_first = _first_body_statement(shape.offload, [])
+    if offload_first is not None:
+        plan.insert_before(
+            offload_first,
+            statements(f"{pending} = False\n"),
+            ("OFL101",),
+            "drop the pending flag with the tensors",
+        )
+
+    wait = _unwrapped_wait(shape)
+    moved_asserts = list(shape.tensor_asserts)
+    for stmt in moved_asserts:
+        plan.replace(stmt, None, ("OFL101",), "check the tensors once they are loaded")
+    consumer_text = (
+        f"if not {pending}:\n"
+        "    # Nothing of this forward is pending (the forward-start hook did not run): copy now,\n"
+        "    # forked and joined in this call.\n"
+        f"    self.{shape.producer.name}()\n"
+        "# No capture test (compile-safe: torch.compile cannot trace one): every forward issues its\n"
+        "# own first copies at its start and prefetches only within itself, so the copy waited on\n"
+        "# here was issued by this forward, on this side of any capture boundary (inside a capture:\n"
+        "# a fork of the same capture). The flag is Python state, which torch.compile guards on.\n"
+        f"{_PLACEHOLDER}()\n"
+        f"{pending} = False\n"
+    ) + "".join(f"{_PLACEHOLDER}()\n" for _ in moved_asserts)
+    replacement = _substitute(statements(consumer_text), [wait, *moved_asserts])
+    plan.insert_before(
+        shape.wait_statement,
+        replacement,
+        ("OFL101", "OFL202"),
+        "wait only on a copy issued by this forward, else copy now (no capture test)",
+    )
+    plan.replace(shape.wait_statement, None, ("OFL101",), "the wait follows the pending check")
+
+
 def _plan_overlap(
-    model: ModuleModel, shape: OffloaderShape, plan: StatementPlan, spelling: CaptureTestSpelling
+    model: ModuleModel,
+    shape: OffloaderShape,
+    plan: StatementPlan,
+    spelling: CaptureTestSpelling,
+    *,
+    compile_safe: bool = False,
 ) -> None:
-    capturing = spelling.text
     _strip_capture_branches(
         shape, plan, "the primed prefetch never carries a copy across a capture boundary"
     )
 
-    _plan_tagged_wait(
-        shape,
-        plan,
-        capturing,
-        "Issued by this forward, on this side of any capture boundary: inside a capture this\n"
-        "# joins a fork of the same capture.",
-        "Nothing of this forward is pending (the forward-start hook did not run, or the copy\n"
-        "# was issued across a capture boundary): copy now, forked and joined in this call.",
-    )
+    if compile_safe:
+        _plan_pending_wait(shape, plan)
+    else:
+        _plan_tagged_wait(
+            shape,
+            plan,
+            spelling.text,
+            "Issued by this forward, on this side of any capture boundary: inside a capture this\n"
+            "# joins a fork of the same capture.",
+            "Nothing of this forward is pending (the forward-start hook did not run, or the copy\n"
+            "# was issued across a capture boundary): copy now, forked and joined in this call.",
+        )
 
     for wrap in shape.wrap_arounds:
         ahead = model.module.code_for_node(wrap.ahead.with_changes(lpar=[], rpar=[]))

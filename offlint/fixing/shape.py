@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from offlint.analysis.capture_tags import guarded_by_capture_tag
+from offlint.analysis.capture_tags import guarded_by_capture_tag, guarded_by_validity_flag
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, ClassInfo, Context, FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk
@@ -91,6 +91,15 @@ class OffloaderShape:
     def tag_attr(self) -> str:
         """`self.<E>_captured`: whether the event was recorded while capturing."""
         return f"{self.event_attr}_captured"
+
+    @property
+    def pending_attr(self) -> str:
+        """`self.<E>_pending` (compile-safe overlap): a copy issued by this forward waits for
+        the consumer, which takes it."""
+        wanted = f"{self.event_attr}_pending"
+        if wanted not in self.cls.attrs and wanted not in self.cls.methods:
+            return wanted
+        return f"_offlint{wanted if wanted.startswith('_') else '_' + wanted}"
 
 
 def top_level_statements(fn: FunctionInfo) -> list[cst.BaseStatement]:
@@ -349,7 +358,7 @@ def _build(
     shape.primers = calls.primers(producer.name)
     if shape.primers:
         shape.modules_return = _modules_return(shape.primers[0])
-    shape.hazards = _hazards(shape, wait)
+    shape.hazards = _hazards(model, shape, wait)
     return shape
 
 
@@ -365,9 +374,14 @@ def _mentions_attr(expr: cst.CSTNode, attr: str) -> bool:
     return any(isinstance(n, cst.Attribute) and self_attribute(n) == attr for n in walk(expr))
 
 
-def _hazards(shape: OffloaderShape, wait: CallSite) -> list[tuple[str, str]]:
+def _hazards(model: ModuleModel, shape: OffloaderShape, wait: CallSite) -> list[tuple[str, str]]:
     found = []
-    if wait.context.may_capture and not guarded_by_capture_tag(wait):
+    event = wait.receiver if wait.method == "wait" else wait.node.args[0].value
+    # a capture tag, or (compile-safe) a pending flag only the producer sets and the wait takes
+    vouched = guarded_by_capture_tag(wait) or (
+        event is not None and guarded_by_validity_flag(model, wait, event)
+    )
+    if wait.context.may_capture and not vouched:
         found.append(
             ("OFL101", "the consumer waits, under capture, on an event recorded in another call")
         )

@@ -82,11 +82,13 @@ def settings_for(
     defaults = [code for code, enabled in selection.items() if enabled]
     select = resolve_selection(config, overrides, codes, defaults, path)
     floor = overrides.min_confidence or config.min_confidence
+    compile_safe = config.fix.get("compile-safe", "auto")  # validated by config.py
     return FileSettings(
         select=select,
         capture_reachable=tuple(config.capture_reachable),
         front_end=front_end,
         min_confidence=Confidence(floor) if floor else DEFAULT_MIN_CONFIDENCE,
+        compile_safe=None if compile_safe == "auto" else bool(compile_safe),
     )
 
 

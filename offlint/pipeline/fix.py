@@ -36,12 +36,15 @@ def run_fix(
     min_confidence: str | None = None,
     exit_zero: bool = False,
     exit_non_zero_on_fix: bool = False,
+    compile_safe: bool | None = None,
 ) -> int:
     from offlint.catalogue import CatalogueError, load_catalogue
     from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, resolve_selection
     from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
     from offlint.discovery import discover
     from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings, fix_source
+    from offlint.fixing.compile_safe import AUTO as COMPILE_SAFE_AUTO
+    from offlint.fixing.compile_safe import parse_setting
     from offlint.fixing.diffs import unified_diff
     from offlint.fixing.offloader_rewrite import STRATEGIES
     from offlint.fixing.writes import (
@@ -77,9 +80,16 @@ def run_fix(
                 raise ConfigError(
                     f"{config.source}: [tool.offlint.fix] strategy must be one of {', '.join(STRATEGIES)}"
                 )
+            try:  # the flag, else the config; None: on where the module uses torch.compile
+                safe = compile_safe if compile_safe is not None else parse_setting(
+                    config.fix.get("compile-safe", COMPILE_SAFE_AUTO)
+                )
+            except ValueError as exc:
+                raise ConfigError(f"{config.source}: [tool.offlint.fix] {exc}") from None
             settings = FixSettings(
                 select=resolve_selection(config, overrides, codes, defaults, found.path),
                 strategy=chosen,
+                compile_safe=safe,
                 capture_reachable=tuple(config.capture_reachable),
                 min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
             )
