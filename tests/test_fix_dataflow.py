@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import textwrap
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -421,7 +422,7 @@ class Prefetcher:
 """
     result = _fix(source)
     reasons = [n.reason for n in result.not_fixed if n.diagnostic.code == "OFL103"]
-    assert reasons and "`Prefetcher.get` joins `self.side` in a later call" in reasons[0]
+    assert reasons and "`Prefetcher.get` already joins `self.side` in a later call" in reasons[0]
 
 
 def test_fix_rate_on_the_fixtures_meets_the_bar() -> None:
@@ -458,3 +459,39 @@ class Evictor:
     assert "        if torch.cuda.is_current_stream_capturing():\n            current_stream().wait_stream(self.side)\n" in text
     assert "OFL103" not in _codes(result.fixed)
     assert _fix(text).fixed == result.fixed
+
+
+def test_an_event_taken_out_of_a_collection_is_left_saying_so() -> None:
+    """Events kept one per copy in a dict on `self` (DeepSpeed's pending offloads): the rewrite
+    cannot tell which copy an entry stands for, and says that, not "outside this class"."""
+    from offlint.catalogue import load_catalogue
+    from offlint.diagnostics import Confidence
+    from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        class Offloader:
+            def __init__(self):
+                self.stream = torch.cuda.Stream()
+                self.pending = {}
+
+            def offload(self, key, host, device):
+                with torch.cuda.stream(self.stream):
+                    host.copy_(device, non_blocking=True)
+                    event = torch.cuda.Event()
+                    event.record()
+                self.pending[key] = event
+
+            def drain(self):
+                for key, event in self.pending.items():
+                    event.wait()
+                self.pending.clear()
+        """
+    ).encode()
+    select = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)
+    result = fix_source(source, "offloader.py", FixSettings(select=select, min_confidence=Confidence.LOW))
+    reasons = [n.reason for n in result.not_fixed if n.diagnostic.code == "OFL101"]
+    assert reasons and "comes out of `self.pending`, a collection of events" in reasons[0]

@@ -146,9 +146,17 @@ def _handoff(model: ModuleModel, site: CallSite) -> Handoff | str:
         return f"the wait on `{shown}` is in a module-level function: no producer on `self` to re-issue"
     storage = _storage(fn, event)
     if storage is None:
+        collection = _collection_of(fn, event)
+        if collection is not None:
+            return (
+                f"`{shown}` comes out of `self.{collection}`, a collection of events (one per copy): "
+                "which copy an entry stands for is not in the code, so none can be re-issued; "
+                "record them in the capture that waits on them, or make them external events"
+            )
         return (
-            f"`{shown}` is not read from `self` (a local or an argument the caller hands in): "
-            "its producer is outside this class"
+            f"`{shown}` is not read from `self` (a local or an argument the caller hands in): its "
+            "producer is not in this class; if this runs under capture, record the event in the "
+            "same capture where it is made, or make it with `torch.cuda.Event(external=True)`"
         )
     producers = [p for m in cls.methods.values() if m is not method for p in _records_into(model, m, storage)]
     if not producers:
@@ -161,6 +169,41 @@ def _handoff(model: ModuleModel, site: CallSite) -> Handoff | str:
     if missing:
         return missing
     return Handoff(site, cls, storage, producer, _wait_statement(fn, site, storage))
+
+
+def _collection_of(fn: FunctionInfo, event: cst.BaseExpression) -> str | None:
+    """`x` when the waited event is taken out of the collection `self.x` in this call: a loop over
+    it (`for ev in self.x.values()`) or a lookup (`ev = self.x.pop(key)`, `ev = self.x[key]`)."""
+    if not isinstance(event, cst.Name):
+        return _looked_up(event)
+    for loop in walk(fn.node.body):
+        if isinstance(loop, cst.For) and _binds(loop.target, event.value):
+            for node in walk(loop.iter):
+                attr = self_attribute(node) if isinstance(node, cst.Attribute) else None
+                if attr is not None:
+                    return attr
+    for assign in fn.assignments:
+        if assign.value is not None and any(_binds(t, event.value) for t in assign.targets):
+            found = _looked_up(assign.value)
+            if found is not None:
+                return found
+    return None
+
+
+_LOOKUPS = frozenset({"pop", "get", "popleft", "popitem", "__getitem__"})
+
+
+def _looked_up(value: cst.BaseExpression) -> str | None:
+    """`x` for `self.x[key]` or `self.x.pop(key)` (and the other lookups)."""
+    if isinstance(value, cst.Subscript):
+        return self_attribute(value.value)
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _LOOKUPS:
+        return self_attribute(value.func.value)
+    return None
+
+
+def _binds(target: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(node, cst.Name) and node.value == name for node in walk(target))
 
 
 def _storage(fn: FunctionInfo, event: cst.BaseExpression) -> Storage | None:

@@ -162,8 +162,9 @@ def _join(
     consumer = _consumer(model, site)
     if consumer is not None:
         return (
-            f"`{consumer.qualname}` joins `{model.code_for(side)}` in a later call: the join belongs "
-            "there (tagged with the capture it was forked in, as OFL102's fix) to keep the overlap"
+            f"`{consumer.qualname}` already joins `{model.code_for(side)}` in a later call (a staged "
+            "fork/join pair): keep the calls from this fork to that join inside one capture or wholly "
+            "outside it, which their caller decides; a join here would give up the overlap"
         )
     current = _current_stream(model, site)
     if isinstance(current, str):
