@@ -26,11 +26,13 @@ def write_tree(root: Path) -> None:
     (root / "broken.py").write_text("def f(:\n", encoding="utf-8")
 
 
-def check(root: Path, *, use_cache: bool = True, select: tuple[str, ...] = ("ALL",)) -> RunReport:
+def check(
+    root: Path, *, use_cache: bool = True, select: tuple[str, ...] | None = ("ALL",), floor: str | None = None
+) -> RunReport:
     return check_paths(
         CheckOptions(
             paths=(root / "src",),
-            overrides=SelectionOverrides(select=select),
+            overrides=SelectionOverrides(select=select, min_confidence=floor),
             cwd=root,
             use_cache=use_cache,
             jobs=1,
@@ -328,15 +330,7 @@ class Offloader:
 
 
 def _fixable_at(root: Path, floor: str, *, use_cache: bool) -> list[tuple[str, int, bool]]:
-    report = check_paths(
-        CheckOptions(
-            paths=(root / "src",),
-            overrides=SelectionOverrides(min_confidence=floor),
-            cwd=root,
-            use_cache=use_cache,
-            jobs=1,
-        )
-    )
+    report = check(root, use_cache=use_cache, select=None, floor=floor)
     return sorted((d.code, d.location.line, d.fixable) for f in report.files for d in f.diagnostics)
 
 
