@@ -4,6 +4,7 @@ and whether the caller hands it in."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import cast
 
 import libcst as cst
@@ -11,7 +12,7 @@ import libcst as cst
 from offlint.analysis.facts import global_values, is_parameter
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
-from offlint.analysis.program import FunctionInfo
+from offlint.analysis.program import ClassInfo, FunctionInfo
 from offlint.analysis.syntax import name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 
@@ -84,12 +85,8 @@ def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionIn
     if attr is not None:
         if fn.cls is None:
             return []
-        cls = fn.cls
-        stores = model.remembered(  # indexed once per class: a big class is not quadratic
-            ("stores of self attributes", id(cls)),
-            lambda: _stores_by_key([f for f in model.functions if f.cls is cls], self_attribute),
-        )
-        return stores.get(attr, [])
+        stored = stores_of_self(model, fn.cls).get(attr)
+        return stored.values if stored is not None else []
     if not isinstance(base, cst.Name):
         return []
     name = base.value
@@ -99,27 +96,43 @@ def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionIn
             break
         if is_parameter(scope, name):
             return []  # handed in: made who knows how
-        found = _stores_by_key([scope], name_of).get(name, [])
-        if found:
-            return found
+        found = stores_by_key(model, [scope], name_of).get(name)
+        if found is not None and found.values:
+            return found.values
         scope = scope.parent
     return global_values(model, name)
 
 
-def _stores_by_key(
-    scopes: list[FunctionInfo], key_of: Callable[[cst.BaseExpression], str | None]
-) -> dict[str, list[cst.BaseExpression]]:
+@dataclass
+class Stored:
+    """What one place (a name, `self.X`) is given in some scopes: the values assigned or added to
+    it (an unpacked one stands as `...` unless the unpacking pairs it with an element), and the
+    first reason some store cannot be read (an augmented assignment, an unpacking, a loop)."""
+
+    values: list[cst.BaseExpression] = field(default_factory=list)
+    why: str | None = None
+
+    def note(self, why: str) -> None:
+        if self.why is None:
+            self.why = why
+
+
+def stores_by_key(
+    model: ModuleModel, scopes: list[FunctionInfo], key_of: Callable[[cst.BaseExpression], str | None]
+) -> dict[str, Stored]:
     """What each place (keyed by `key_of` of the assigned target, subscripts stripped) is given in
-    `scopes`: assignments to it or to its elements, what `.append`/`.insert`/`.extend`/`.add` add."""
-    found: dict[str, list[cst.BaseExpression]] = {}
+    `scopes`: assignments to it or to its elements, what `.append`/`.insert`/`.extend`/`.add` add,
+    and why a store cannot be read."""
+    found: dict[str, Stored] = {}
     for scope in scopes:
         for assign in scope.assignments:
-            if assign.value is None:
-                continue
             for target in assign.targets:
                 key = key_of(unsubscripted(target))
                 if key is not None:
-                    found.setdefault(key, []).append(assign.value)
+                    if assign.value is None:
+                        found.setdefault(key, Stored()).note("the event is bound by an augmented assignment")
+                    else:
+                        found.setdefault(key, Stored()).values.append(assign.value)
                     continue
                 if not isinstance(target, cst.Tuple | cst.List):
                     continue
@@ -129,18 +142,48 @@ def _stores_by_key(
                     key = key_of(unsubscripted(element.value))
                     if key is None:
                         continue
+                    stored = found.setdefault(key, Stored())
+                    if values is None:
+                        stored.note("the event is unpacked")
+                        continue
+                    stored.note(f"the event is unpacked from `{shortened(model.code_for(values))}`")
                     if paired:
-                        found.setdefault(key, []).append(cast(cst.Tuple, values).elements[index].value)
+                        stored.values.append(cast(cst.Tuple, values).elements[index].value)
                     else:
-                        found.setdefault(key, []).append(cst.Ellipsis())  # unpacked from something opaque
+                        stored.values.append(cst.Ellipsis())  # unpacked from something opaque
         for site in scope.calls:
             if site.method in ("append", "insert", "extend", "add") and site.receiver is not None and site.node.args:
                 key = key_of(unsubscripted(site.receiver))
                 if key is not None:
-                    found.setdefault(key, []).append(site.node.args[-1].value)
+                    found.setdefault(key, Stored()).values.append(site.node.args[-1].value)
+        for loop in _loops(model, scope):  # `for ev in ...:` binds it from something unseen
+            for name in walk(loop.target):
+                key = key_of(name) if isinstance(name, cst.Name) else None
+                if key is not None:
+                    found.setdefault(key, Stored()).note(
+                        f"the event is a loop variable over `{shortened(model.code_for(loop.iter))}`"
+                    )
     return found
 
 
+def stores_of_self(model: ModuleModel, cls: ClassInfo) -> dict[str, Stored]:
+    """`stores_by_key` of every `self.X` over the methods of `cls`, indexed once per class (every
+    event of a big class asks: not quadratic)."""
+    return model.remembered(
+        ("stores of self attributes", id(cls)),
+        lambda: stores_by_key(model, [f for f in model.functions if f.cls is cls], self_attribute),
+    )
+
+
+def _loops(model: ModuleModel, fn: FunctionInfo) -> list[cst.For]:
+    """The `for` statements of a function's body (nested ones included), found once per function."""
+    return model.remembered(("for loops of", id(fn)), lambda: [n for n in walk(fn.node.body) if isinstance(n, cst.For)])
+
+
+def shortened(text: str) -> str:
+    """Code shown in a message: on one line, at most 50 characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= 50 else text[:47] + "..."
 
 
 def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import libcst as cst
 from libcst import matchers as m
 
+from offlint.analysis.events import shortened, stores_by_key, stores_of_self
 from offlint.analysis.facts import is_parameter
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
@@ -145,7 +146,7 @@ def _constructors(model: ModuleModel, site: CallSite) -> list[cst.Call] | str:
         elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
             stack.extend(s for s in (value.left, value.right) if not isinstance(s, cst.Integer | cst.Name))
         else:
-            return f"`{model.code_for(event)}` is made by `{_short(model.code_for(value))}`, not an event constructor of this module"
+            return f"`{model.code_for(event)}` is made by `{shortened(model.code_for(value))}`, not an event constructor of this module"
     if not made:
         return f"no event constructor for `{model.code_for(event)}` in this module"
     if not _recorded_in_view(model, fn, event):
@@ -216,11 +217,6 @@ def _recorded_keys(
     return keys
 
 
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 50 else text[:47] + "..."
-
-
 def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -> list[cst.BaseExpression] | str:
     base = event
     while isinstance(base, cst.Subscript):
@@ -229,13 +225,8 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     if attr is not None:
         if fn.cls is None:
             return f"`{model.code_for(event)}` is an attribute of an object this code does not define"
-        cls = fn.cls
-
-        def index() -> dict[str, list[cst.BaseExpression] | str]:
-            return _stored_by_key(model, [f for f in model.functions if f.cls is cls], self_attribute)
-
-        # indexed once per class: every event of a big class asks
-        return model.remembered(("events stored into self", id(cls)), index).get(attr, [])
+        stored = stores_of_self(model, fn.cls).get(attr)
+        return [] if stored is None else stored.why or stored.values
     if not isinstance(base, cst.Name):
         return f"`{model.code_for(event)}` belongs to another object (made where this module cannot see)"
     name = base.value
@@ -243,9 +234,9 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     while scope is not None:
         if is_parameter(scope, name):
             return f"`{model.code_for(event)}` is handed in by the caller of `{scope.qualname}`"
-        found = _stored_by_key(model, [scope], name_of).get(name, [])
-        if found:
-            return found
+        stored = stores_by_key(model, [scope], name_of).get(name)
+        if stored is not None and (stored.why or stored.values):
+            return stored.why or stored.values
         scope = scope.parent
     found = [
         stmt.value
@@ -257,53 +248,3 @@ def _bindings(model: ModuleModel, fn: FunctionInfo, event: cst.BaseExpression) -
     return found or f"`{name}` is bound where this module cannot see"
 
 
-def _stored_by_key(
-    model: ModuleModel, scopes: list[FunctionInfo], key_of: Callable[[cst.BaseExpression], str | None]
-) -> dict[str, list[cst.BaseExpression] | str]:
-    """What each place (by `key_of` of the target, subscripts stripped) is given in `scopes`, or
-    why that cannot be told (an augmented assignment, unpacking, a loop variable)."""
-    found: dict[str, list[cst.BaseExpression]] = {}
-    why: dict[str, str] = {}
-    for scope in scopes:
-        for assign in scope.assignments:
-            for target in assign.targets:
-                key = key_of(unsubscripted(target))
-                if key is not None:
-                    if assign.value is None:
-                        why.setdefault(key, "the event is bound by an augmented assignment")
-                    else:
-                        found.setdefault(key, []).append(assign.value)
-                elif isinstance(target, cst.Tuple | cst.List):
-                    for element in target.elements:
-                        key = key_of(unsubscripted(element.value))
-                        if key is not None:
-                            why.setdefault(
-                                key,
-                                f"the event is unpacked from `{_short(model.code_for(assign.value))}`"
-                                if assign.value is not None
-                                else "the event is unpacked",
-                            )
-        for site in scope.calls:
-            if site.method in ("append", "insert", "extend", "add") and site.receiver is not None and site.node.args:
-                key = key_of(unsubscripted(site.receiver))
-                if key is not None:
-                    found.setdefault(key, []).append(site.node.args[-1].value)
-        for node in _loops(model, scope):  # `for ev in ...:` binds it from something unseen
-            for name in walk(node.target):
-                key = key_of(name) if isinstance(name, cst.Name) else None
-                if key is not None:
-                    why.setdefault(key, f"the event is a loop variable over `{_short(model.code_for(node.iter))}`")
-    stored: dict[str, list[cst.BaseExpression] | str] = dict(found)
-    stored.update(why)
-    return stored
-
-
-
-
-def _loops(model: ModuleModel, fn: FunctionInfo) -> list[cst.For]:
-    """The `for` statements of a function's body (nested ones included), found once per function."""
-
-    def find() -> list[cst.For]:
-        return [n for n in walk(fn.node.body) if isinstance(n, cst.For)]
-
-    return model.remembered(("for loops of", id(fn)), find)
