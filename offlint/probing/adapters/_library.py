@@ -7,9 +7,10 @@ import importlib
 import linecache
 import os
 import traceback
-from dataclasses import dataclass
 from types import CodeType, ModuleType
 from typing import Any
+
+from offlint.probing.sanitizer import Site
 
 
 class LibraryMissing(ImportError):
@@ -35,26 +36,15 @@ def package_dir(module: ModuleType) -> str:
     return os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
 
 
-@dataclass(frozen=True)
-class LibraryLine:
-    file: str
-    line: int
-    function: str
-    code: str
-
-    def text(self) -> str:
-        return f"{self.file}:{self.line} in {self.function}: {self.code}"
-
-
 def _inside(filename: str, directory: str) -> bool:
     return os.path.abspath(filename).startswith(directory)
 
 
-def _line(file: str, line: int, function: str) -> LibraryLine:
-    return LibraryLine(file, line, function, linecache.getline(file, line).strip())
+def _line(file: str, line: int, function: str) -> Site:
+    return Site(file, line, function, linecache.getline(file, line).strip())
 
 
-def line_in_traceback(exc: BaseException, directory: str) -> LibraryLine | None:
+def line_in_traceback(exc: BaseException, directory: str) -> Site | None:
     """The innermost frame of `exc`'s traceback inside `directory`."""
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if _inside(frame.filename, directory):
@@ -62,7 +52,7 @@ def line_in_traceback(exc: BaseException, directory: str) -> LibraryLine | None:
     return None
 
 
-def lines_in_summary(stack: traceback.StackSummary, directory: str) -> list[LibraryLine]:
+def lines_in_summary(stack: traceback.StackSummary, directory: str) -> list[Site]:
     """Frames of a `StackSummary` (outermost first, as PyTorch's CUDA sanitizer keeps them)
     inside `directory`, innermost first."""
     return [
@@ -79,7 +69,7 @@ def _code_line(code: CodeType, offset: int) -> int:
     return code.co_firstlineno
 
 
-def lines_in_frames(frames: Any, directory: str) -> list[LibraryLine]:
+def lines_in_frames(frames: Any, directory: str) -> list[Site]:
     """The capture sanitizer's (code, instruction offset) frames, innermost first, inside
     `directory` (the sanitizer's own report keeps the user's frames, which may skip a
     library's)."""
