@@ -44,10 +44,9 @@ def _plans(
             yield fixer, exc
 
 
-def text_edits(module: cst.Module, plan: StatementPlan) -> tuple[TextEdit, ...]:
-    """The plan's changes to `module`'s text, as whole-line replacements (the plan edits whole
-    statements; everything between them is kept byte for byte)."""
-    before = module.code.splitlines(keepends=True)
+def text_edits(module: cst.Module, before: list[str], plan: StatementPlan) -> tuple[TextEdit, ...]:
+    """The plan's changes to `module` (whose text is the lines `before`), as whole-line
+    replacements (the plan edits whole statements; everything between them is kept byte for byte)."""
     after = plan.apply(module).code.splitlines(keepends=True)
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     return tuple(
@@ -72,6 +71,7 @@ class FixAvailability:
         """Each diagnostic with the fix planned for its rule (the first fixer's, in FIXERS order,
         as `fix` applies them), or no fix at all."""
         planned: dict[str, tuple[Fixer, tuple[TextEdit, ...]]] = {}
+        before: list[str] | None = None  # the module's lines, rendered once for every fixer
         for fixer, plan in _plans(model, settings, diagnostics):
             # a fixer that cannot plan offers no fix; `fix` reports the failure
             if isinstance(plan, Exception) or not plan:
@@ -80,7 +80,9 @@ class FixAvailability:
             if not rules:
                 continue
             try:
-                edits = text_edits(model.module, plan)
+                if before is None:
+                    before = model.module.code.splitlines(keepends=True)
+                edits = text_edits(model.module, before, plan)
             except Exception:  # `fix` drops such a plan (and says why); so does `check`
                 continue
             if edits:
