@@ -265,8 +265,8 @@ class ModuleModel:
             if isinstance(test.operator, cst.And):  # body: both hold; else: either fails
                 body = left[0] or right[0]
                 if body is Context.CAPTURING and (
-                    (left[0] is Context.CAPTURING and self._implied_by_capture(test.right))
-                    or (right[0] is Context.CAPTURING and self._implied_by_capture(test.left))
+                    (left[0] is Context.CAPTURING and self.implied_by_capture(test.right))
+                    or (right[0] is Context.CAPTURING and self.implied_by_capture(test.left))
                 ):
                     # `if t.device.type == "cuda" and capturing: skip` - what the else branch runs
                     # while capturing is for a tensor off the GPU: no CUDA work to capture
@@ -314,7 +314,7 @@ class ModuleModel:
             return None
         return (Context.EAGER, None) if positive else (None, Context.EAGER)
 
-    def _implied_by_capture(self, expr: cst.BaseExpression) -> bool:
+    def implied_by_capture(self, expr: cst.BaseExpression) -> bool:
         """A test that holds whenever a capture is under way, or whose failure leaves no CUDA
         work to capture: `torch.cuda.is_available()`, `t.device.type == "cuda"`, and the feature
         probe `hasattr(torch.cuda, "is_current_stream_capturing")` (flashinfer's spelling)."""

@@ -327,13 +327,10 @@ def capture_fallback(
     for test, taken in guards:
         if taken or not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
             continue
-        conjuncts = operands(test, cst.And)
-        if not any(model.capture_condition(c, fn) is Context.CAPTURING for c in conjuncts):
+        decided = [(c, model.capture_condition(c, fn)) for c in operands(test, cst.And)]
+        if not any(context is Context.CAPTURING for _, context in decided):
             continue
-        others = [
-            c for c in conjuncts
-            if model.capture_condition(c, fn) is None and not model._implied_by_capture(c)
-        ]
+        others = [c for c, context in decided if context is None and not model.implied_by_capture(c)]
         if others:
             return others[0]
     return None
