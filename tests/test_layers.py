@@ -65,3 +65,86 @@ def test_the_checker_sees_lazy_imports() -> None:
     # the pipeline's own lazy import of the fixers is what hands them to the engine
     assert "offlint.fixing.availability" in _imports(PACKAGE / "pipeline" / "check.py")
     assert "offlint.analysis.engine" in _imports(PACKAGE / "fixing" / "apply.py")
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """offlint's modules and the offlint modules each imports (relative imports resolved, those
+    under `if TYPE_CHECKING:` and inside functions counted)."""
+    names: dict[str, Path] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        wanted: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wanted.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, base] if base else up)
+                wanted.add(base)
+                wanted.update(f"{base}.{alias.name}" for alias in node.names)
+        targets = set()
+        for target in wanted:
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target and target != name and target != "offlint":
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circle() -> None:
+    graph = _module_graph()
+    assert "offlint.analysis.model" in graph["offlint.analysis.build"]
+    assert not _circles(graph), _circles(graph)
+
+
+def test_the_circle_finder_finds_one() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -14,6 +14,7 @@ import libcst as cst
 import pytest
 
 from offlint.analysis import prefilter
+from offlint.analysis.build import build_model
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.analysis.kinds import Kind
 from offlint.analysis.model import Context, ModuleModel
@@ -25,7 +26,7 @@ ALL = frozenset(load_catalogue())
 
 
 def _model(source: str) -> ModuleModel:
-    return ModuleModel(cst.parse_module(textwrap.dedent(source)))
+    return build_model(cst.parse_module(textwrap.dedent(source)))
 
 
 def _found(source: str, *, front_end: str = "skeleton") -> list[tuple[int, str]]:

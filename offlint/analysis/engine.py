@@ -301,7 +301,7 @@ def _analyse(job: _Job) -> FileReport:
 
 
 def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:
-    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.build import build_model
     from offlint.analysis.skeleton import build_skeleton
 
     report = job.report
@@ -310,7 +310,7 @@ def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:
     report.parsed = True
     report.timings["skeleton"] = time.perf_counter() - started
     started = time.perf_counter()
-    model = ModuleModel(skeleton.module, job.options(), source_of=skeleton.source_of, imports=skeleton.imports)
+    model = build_model(skeleton.module, job.options(), source_of=skeleton.source_of, imports=skeleton.imports)
     report.timings["model"] = time.perf_counter() - started
     try:
         findings = _run_rules(job.rules, model, report)
@@ -338,7 +338,7 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
     fixer gets as far as writing code on the skeleton."""
     import libcst
 
-    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.build import build_model
 
     report = job.report
     started = time.perf_counter()
@@ -353,7 +353,7 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
             report.errors.append(refusal_error(job.path, refused))
             report.diagnostics = []
             return
-        full = ModuleModel(libcst.parse_module(job.text), job.options())
+        full = build_model(libcst.parse_module(job.text), job.options())
         report.diagnostics = fixes.confirm(full, job.settings, report.diagnostics)
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
@@ -404,7 +404,7 @@ def _analyse_libcst(job: _Job) -> FileReport:
     started = time.perf_counter()
     import libcst
 
-    from offlint.analysis.model import ModuleModel
+    from offlint.analysis.build import build_model
 
     report.timings["import"] = time.perf_counter() - started
     started = time.perf_counter()
@@ -419,7 +419,7 @@ def _analyse_libcst(job: _Job) -> FileReport:
         report.parsed = True
         report.timings["parse"] = report.timings.get("parse", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
-        model = ModuleModel(module, job.options())
+        model = build_model(module, job.options())
         report.timings["model"] = time.perf_counter() - started
         findings = _run_rules(job.rules, model, report)
         report.index += reexports_of(job.text, job.path)

@@ -13,7 +13,7 @@ from offlint.analysis.facts import global_values, is_parameter
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import ClassInfo, FunctionInfo
-from offlint.analysis.syntax import name_of, unsubscripted, walk
+from offlint.analysis.syntax import call_argument, name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 
 
@@ -202,6 +202,32 @@ def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
             return False  # bound here first: a local of this call, not the caller's
         scope = scope.parent
     return False
+
+
+def stored_by_every_caller(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """A parameter-held event (`def wait_for(ev): ev.wait()`) that every same-module caller hands
+    from storage that outlives the call (`wait_for(self.event)`, a module global): it was
+    recorded whenever its owner last recorded it, so the helper's wait is the stored event's."""
+    root = unsubscripted(expr)
+    while isinstance(root, cst.Attribute):
+        root = unsubscripted(root.value)
+    if not isinstance(root, cst.Name) or not is_parameter(fn, root.value):
+        return False
+    callers = model.callers_of(fn)
+    if not callers:
+        return False
+    for site in callers:
+        bound = fn.is_method and isinstance(site.node.func, cst.Attribute)
+        passed = call_argument(site.node, fn.node.params, root.value, bound)
+        if passed is None:
+            return False
+        base = unsubscripted(passed)
+        if self_attribute(base) is not None:
+            continue
+        if isinstance(base, cst.Name) and global_values(model, base.value) and not is_parameter(site.function, base.value):
+            continue
+        return False
+    return True
 
 
 def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:

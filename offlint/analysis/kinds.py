@@ -199,9 +199,11 @@ class KindOracle:
             if q in _TENSOR_FACTORIES:
                 if is_true(keyword(call, "pin_memory")):
                     return Typed(Kind.PINNED_HOST)
-                if _pinning_unknown(call):
-                    return Typed(Kind.TENSOR)  # `pin_memory=flag`: host, pinned or not
                 device = keyword(call, "device")
+                if _pinning_unknown(call):
+                    # `pin_memory=flag`: pinned or not as the flag is at run time; on the host
+                    # unless a device is named
+                    return Typed(Kind.HOST_TENSOR if device is None or names_cpu_device(device) else Kind.TENSOR)
                 if names_cuda_device(device, self.resolver):
                     return Typed(Kind.DEVICE_TENSOR)
                 if device is None or names_cpu_device(device):

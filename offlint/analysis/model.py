@@ -32,7 +32,6 @@ from offlint.analysis.program import (
     FunctionInfo,
     ModelOptions,
 )
-from offlint.analysis.reachability import mark_reachable
 from offlint.analysis.skeleton import SkeletonGap
 from offlint.analysis.syntax import (
     SCOPE_TYPES,
@@ -46,12 +45,10 @@ from offlint.analysis.torch_api import (
     ACCELERATOR_METHODS,
     CAPTURE_IMPLIES,
     CAPTURE_TESTS,
-    SEGMENTED_GRAPH_CONTEXTS,
     STREAM_CONTEXTS,
     STREAM_ORDERING_METHODS,
     is_imported_capture_predicate,
 )
-from offlint.analysis.walker import BodyWalker
 
 _T = TypeVar("_T")
 
@@ -98,21 +95,14 @@ class ModuleModel:
                 self._collect_bindings(fn)
             for cls in self.classes:
                 self._collect_class_attrs(cls)
+            self._share_attributes_in_families()
         for _ in range(3):  # a stream or event handed down a chain of calls, one link per round
             changed = self._type_parameters_by_callers()
             if not changed:
                 break
             for fn in dict.fromkeys(changed):
                 self._collect_bindings(fn)
-        for fn in self.functions:
-            BodyWalker(self, fn).walk()
-        self._mark_offloader_classes()
-        mark_reachable(self, self.options.capture_reachable, self.options.seeds)
-        self.segmented_capture = (
-            self.segmented_capture
-            or any(fn.eager_break for fn in self.functions)
-            or any(cls.name in SEGMENTED_GRAPH_CONTEXTS for cls in self.classes)
-        )
+            self._share_attributes_in_families()
 
     def dispose(self) -> None:
         """Break the model's reference cycles (a call site and its function point at each other)
@@ -345,12 +335,13 @@ class ModuleModel:
         return self._callers.get(id(fn), [])
 
     def _called_function(self, call: cst.Call, fn: FunctionInfo | None) -> FunctionInfo | None:
-        """The same-module function a call reaches: `f()` or `self.m()`."""
+        """The same-module function a call reaches: `f()` or `self.m()` (`m` found along the
+        class's bases, as Python's method resolution does)."""
         if isinstance(call.func, cst.Name):
             return self.module_functions.get(call.func.value)
         attr = self_attribute(call.func)
         if attr is not None and fn is not None and fn.cls is not None:
-            return fn.cls.methods.get(attr)
+            return self.method_of(fn.cls, attr)
         func = call.func
         if (
             isinstance(func, cst.Attribute)
@@ -360,8 +351,53 @@ class ModuleModel:
         ):
             cls = self._class_of_local(func.value.value, fn)
             if cls is not None:
-                return cls.methods.get(func.attr.value)
+                return self.method_of(cls, func.attr.value)
         return None
+
+    def bases_of(self, cls: ClassInfo) -> list[ClassInfo]:
+        """The same-module classes `cls` derives from, in the order written."""
+        by_name = self._classes_named()
+        found = (by_name.get(base.rsplit(".", 1)[-1]) for base in cls.bases)
+        return [base for base in found if base is not None and base is not cls]
+
+    def ancestry(self, cls: ClassInfo) -> list[ClassInfo]:
+        """`cls` and its same-module ancestors, depth first in base order (Python's method
+        resolution order for the hierarchies offloaders write), each once."""
+        order: list[ClassInfo] = []
+        pending = [cls]
+        while pending and len(order) < 32:
+            current = pending.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            pending[:0] = self.bases_of(current)
+        return order
+
+    def method_of(self, cls: ClassInfo, name: str) -> FunctionInfo | None:
+        """The method `name` an instance of `cls` runs: its own, else the first base's that
+        defines it."""
+        for holder in self.ancestry(cls):
+            method = holder.methods.get(name)
+            if method is not None:
+                return method
+        return None
+
+    def _share_attributes_in_families(self) -> None:
+        """What `self.x` is, shared along each class's same-module ancestry both ways: a
+        subclass inherits its bases' attributes, and a base's method runs with `self` an
+        instance of a subclass that binds them (`Base.get` waiting on `self.event` made in
+        `Prefetcher.__init__`)."""
+        for cls in self.classes:
+            for ancestor in self.ancestry(cls)[1:]:
+                for mine, theirs in ((cls.attrs, ancestor.attrs), (cls.attr_elements, ancestor.attr_elements)):
+                    for name, typed in list(mine.items()):
+                        if name not in theirs or not theirs[name].known:
+                            theirs[name] = join(theirs.get(name), typed)
+                    for name, typed in list(theirs.items()):
+                        if name not in mine or not mine[name].known:
+                            mine[name] = join(mine.get(name), typed)
+                ancestor.capture_flags |= cls.capture_flags
+                cls.capture_flags |= ancestor.capture_flags
 
     def _method_names(self) -> frozenset[str]:
         if self._all_method_names is None:
@@ -669,6 +705,13 @@ class ModuleModel:
             return result
         if isinstance(value, cst.DictComp):
             return self.oracle.of(value.value, lookup)
+        if isinstance(value, cst.Dict) and value.elements:
+            # `{"copy": torch.cuda.Stream(), ...}`: its values; `**spread` entries say nothing
+            result = None
+            for entry in value.elements:
+                if isinstance(entry, cst.DictElement):
+                    result = join(result, self.oracle.of(entry.value, lookup))
+            return result
         return None
 
     def _bind(
@@ -733,7 +776,7 @@ class ModuleModel:
                         typed = self.oracle.of_annotation(small.annotation.annotation)
                         cls.attrs[small.target.value] = join(cls.attrs.get(small.target.value), typed)
 
-    def _mark_offloader_classes(self) -> None:
+    def mark_offloader_classes(self) -> None:
         for cls in self.classes:
             held = [
                 name
@@ -776,7 +819,7 @@ class ModuleModel:
             return self.module_functions.get(expr.value)
         attr = self_attribute(expr)
         if attr is not None and scope.cls is not None:
-            return scope.cls.methods.get(attr)
+            return self.method_of(scope.cls, attr)
         return None
 
 

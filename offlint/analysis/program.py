@@ -19,9 +19,10 @@ from offlint.diagnostics import Confidence
 class StreamScope:
     """One `with torch.cuda.stream(expr):` around some code - also `with ctx:` where the
     function bound `ctx = torch.cuda.stream(expr)` (or `nullcontext() if ... else
-    torch.cuda.stream(expr)`) before."""
+    torch.cuda.stream(expr)`) before; and the statements after `torch.cuda.set_stream(s)` up to
+    the next switch or the end of its block (`node` is then that statement)."""
 
-    node: cst.With
+    node: cst.With | cst.SimpleStatementLine
     stream: cst.BaseExpression
     order: int  # order index of the `with` statement in its function
     call: cst.Call | None = None  # the `torch.cuda.stream(expr)` call, where it is written

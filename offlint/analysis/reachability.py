@@ -34,6 +34,7 @@ import libcst as cst
 from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
+from offlint.analysis.kinds import Kind
 from offlint.analysis.syntax import call_argument, child_nodes, operands, parameter_names, walk
 from offlint.analysis.torch_api import (
     BACKWARD_HOOK_REGISTRARS,
@@ -126,8 +127,9 @@ class _Marker:
             self.decorated_breaks.add(id(wrapped))
             self.mark(wrapped, MEDIUM, "an eager break of a segmented CUDA graph capture (runs between segments)")
         for call in model.graph_region_calls:
-            for target in self._called(call):
-                self.mark(target, HIGH, "called inside a CUDA graph capture region", entry=Context.CAPTURING)
+            targets, guessed = self._called_or_candidates(call)
+            for target in targets:
+                self.mark(target, HIGH, f"called inside a CUDA graph capture region{guessed}", entry=Context.CAPTURING)
         for call in model.all_calls():
             if call.callee in GRAPHED_CALLABLES:
                 for arg in call.node.args[:1]:
@@ -141,7 +143,7 @@ class _Marker:
             if holder.offloader_style and _module_like(holder, by_name):
                 style = f"offloader-style class {holder.name}: {holder.offloader_evidence}"
                 for name in _FORWARD_NAMES:
-                    forward = holder.methods.get(name)
+                    forward = self.model.method_of(holder, name)
                     if forward is not None:
                         self.mark(forward, MEDIUM, f"forward path of {style}")
         if offloader_module:
@@ -159,7 +161,7 @@ class _Marker:
         for holder in model.classes:
             if is_hook_class(holder, by_name):
                 for name in _HOOK_METHODS:
-                    method = holder.methods.get(name)
+                    method = self.model.method_of(holder, name)
                     if method is not None:
                         self.mark(method, MEDIUM, f"{HOOK_REASON} {holder.name}.{name} runs inside the hooked module's forward")
         for fn in model.functions:
@@ -188,11 +190,12 @@ class _Marker:
                 if not call.context.may_capture or only_without_graphs(call):
                     continue
                 fallback = capture_fallback(model, call.guards, fn)
-                for target in self._called(call):
+                targets, guessed = self._called_or_candidates(call) if confidence is not LOW else (self._called(call), "")
+                for target in targets:
                     self.mark(
                         target,
                         LOW if fallback is not None else callee_confidence,
-                        f"called from capture-reachable {fn.qualname}",
+                        f"called from capture-reachable {fn.qualname}{guessed}",
                         via=fn,
                         eager=fn.eager_break,
                     )
@@ -214,6 +217,39 @@ class _Marker:
         if forward is not None:
             return [forward]
         return self._passed_callables(call)
+
+    def _called_or_candidates(self, call: CallSite) -> tuple[list[FunctionInfo], str]:
+        """What a call runs, and where the receiver's type is unknown (`prefetcher.get()` on an
+        unannotated parameter), the methods of that name that this module's offloader-style
+        classes define, with a note naming them: any of them may be the one called."""
+        found = self._called(call)
+        if found:
+            return found, ""
+        candidates = self._receiver_candidates(call)
+        if not candidates:
+            return [], ""
+        named = ", ".join(sorted(c.qualname for c in candidates))
+        return candidates, f" (receiver of unknown type: {named})"
+
+    def _receiver_candidates(self, call: CallSite) -> list[FunctionInfo]:
+        receiver, name = call.receiver, call.method
+        if (
+            name is None
+            or name.startswith("__")
+            or name in _TORCH_OBJECT_METHODS
+            or not isinstance(receiver, cst.Name)
+            or receiver.value in ("self", "cls")
+            or self.model.kind_of(receiver, call.function).kind is not Kind.UNKNOWN
+            or self.model.resolver.bindings.get(receiver.value) is not None  # a module or an import
+        ):
+            return []
+        return [
+            method
+            for cls in self.model.classes
+            if cls.offloader_style
+            and (method := cls.methods.get(name)) is not None
+            and not _is_lifecycle_dunder(method.name)
+        ]
 
     def _passed_callables(self, call: CallSite) -> list[FunctionInfo]:
         """`on_end()` where `on_end` is a parameter: the same-module functions (and the calls of
@@ -379,6 +415,11 @@ GUARD_REASON = "tests is_current_stream_capturing() to skip work while capturing
 # the installed forward calls these around the module's own forward
 _HOOK_METHODS = MODEL_HOOK_METHODS
 HOOK_REASON = "a forward hook:"
+# methods of torch's own streams, events and tensors: `x.wait()` on an unknown `x` is an event's
+_TORCH_OBJECT_METHODS = frozenset(
+    {"wait", "record", "synchronize", "query", "wait_stream", "wait_event", "record_event", "record_stream"}
+    | {"copy_", "to", "cuda", "cpu", "item", "tolist", "numpy", "pin_memory", "elapsed_time", "view", "reshape"}
+)
 # names too common to resolve a call `x.name()` by name alone
 _COMMON_METHOD_NAMES = frozenset(
     {"forward", "run", "step", "update", "get", "set", "apply", "reset", "close", "start", "stop", "wait",
@@ -483,7 +524,7 @@ def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | N
         return None
     for cls in model.classes:
         if cls.name == made.func.value and cls.is_nn_module:
-            return cls.methods.get("forward")
+            return model.method_of(cls, "forward")
     return None
 
 

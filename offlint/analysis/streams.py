@@ -29,7 +29,7 @@ from offlint.analysis.facts import (
 )
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, self_attribute
-from offlint.analysis.model import ModuleModel
+from offlint.analysis.model import ModuleModel, attribute_stores
 from offlint.analysis.program import CallSite, FunctionInfo, StreamScope
 from offlint.analysis.syntax import same_code
 from offlint.analysis.torch_api import (
@@ -102,6 +102,10 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
         return StreamRole.UNKNOWN
     values = [v for v in values_assigned(model, fn, f"self.{attr}") if not is_none(v)]
     roles = {stream_role(model, v, fn, _depth + 1) for v in values} if node is expr else set()
+    if roles == {StreamRole.CURRENT} and _saved_elsewhere(model, fn, attr):
+        # `self.s = torch.cuda.current_stream()` at construction: the stream current *then*, one
+        # fixed stream; under a capture it is not the capture stream
+        return StreamRole.SIDE
     if StreamRole.CURRENT in roles or StreamRole.DEFAULT in roles:
         return roles.pop() if len(roles) == 1 else StreamRole.UNKNOWN
     if _currentish(attr):
@@ -116,6 +120,14 @@ def stream_role(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo |
         if guess.kind is Kind.STREAM and fn.cls.offloader_style:
             return StreamRole.SIDE
     return StreamRole.UNKNOWN
+
+
+def _saved_elsewhere(model: ModuleModel, fn: FunctionInfo, attr: str) -> bool:
+    """`self.attr` is stored only by other functions than `fn` (its constructor, a set-up
+    method), never by `fn` itself: `fn` reads a value saved by an earlier call."""
+    assert fn.cls is not None
+    stores = [store for holder in model.ancestry(fn.cls) for store in attribute_stores(holder, attr)]
+    return bool(stores) and all(store_fn is not fn and store_fn is not fn.parent for store_fn, _ in stores)
 
 
 def stream_key(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | None, _depth: int = 0) -> str | None:

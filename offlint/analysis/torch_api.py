@@ -41,6 +41,8 @@ STREAM_CONSTRUCTORS = frozenset(
 CURRENT_STREAM = frozenset({"torch.cuda.current_stream"})
 EVENT_CONSTRUCTORS = frozenset({"torch.cuda.Event"})
 STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
+# calls that make a stream current until the next such call (`torch.cuda.set_stream(side)`)
+STREAM_SWITCHES = frozenset({"torch.cuda.set_stream", "torch.accelerator.set_stream", "torch.set_stream"})
 CAPTURE_TESTS = frozenset({"torch.cuda.is_current_stream_capturing"})
 # true whenever a capture is under way: `is_available() and capturing` is as good as `capturing`
 CAPTURE_IMPLIES = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})

@@ -21,6 +21,7 @@ from offlint.analysis.torch_api import (
     GRAPH_CONTEXTS,
     SEGMENTED_GRAPH_CONTEXTS,
     STREAM_CONTEXTS,
+    STREAM_SWITCHES,
 )
 
 if TYPE_CHECKING:
@@ -88,9 +89,26 @@ class BodyWalker:
             return ctx
         capture_region_open = False
         early_exits = 0
+        switched: StreamScope | None = None  # the stream `torch.cuda.set_stream(s)` made current
         for stmt in suite.body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
+                    switch = self._stream_switch(small)
+                    if switch is not None:
+                        self.small(small, stmt, ctx)
+                        if switched is not None:
+                            self.scopes.remove(switched)
+                        switched = StreamScope(
+                            node=stmt,
+                            stream=switch.args[0].value,
+                            order=self.next_order(),
+                            call=switch,
+                            context=Context.CAPTURING if self.graph_depth else ctx,
+                            guards=tuple(self.guards),
+                        )
+                        self.scopes.append(switched)
+                        self.fn.stream_withs.append(switched)
+                        continue
                     if self._is_capture_begin(small):
                         self.small(small, stmt, ctx)
                         self.graph_depth += 1
@@ -111,8 +129,17 @@ class BodyWalker:
                     early_exits += 1
         if capture_region_open:
             self.graph_depth -= 1
+        if switched is not None:
+            self.scopes.remove(switched)
         del self.guards[len(self.guards) - early_exits :]
         return ctx
+
+    def _stream_switch(self, small: cst.BaseSmallStatement) -> cst.Call | None:
+        """The `torch.cuda.set_stream(s)` call a statement is."""
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and call.args and self.model.qualname(call.func) in STREAM_SWITCHES:
+            return call
+        return None
 
     def _is_capture_begin(self, small: cst.BaseSmallStatement) -> bool:
         return self._method_call_name(small) == "capture_begin"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from offlint.analysis.build import build_model
 from offlint.analysis.deep_stack import on_deep_stack
 from offlint.analysis.engine import (
     DecodeError,
@@ -311,7 +312,7 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                     parsed = (current, module, None)
                 _, module, model = parsed
                 if model is None:
-                    model = ModuleModel(
+                    model = build_model(
                         module, ModelOptions(capture_reachable=settings.capture_reachable)
                     )
                     parsed = (current, module, model)
@@ -405,7 +406,7 @@ def _reasons(
         return []
     module = cst.parse_module(data)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    model = ModuleModel(module, ModelOptions(capture_reachable=settings.capture_reachable))
+    model = build_model(module, ModelOptions(capture_reachable=settings.capture_reachable))
     found: dict[tuple[str, int], NotFixed] = {}
     for fixer in fixers:
         try:

@@ -61,8 +61,8 @@ def plan_record_stream_fix(model: ModuleModel) -> StatementPlan:
         if not (isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM):
             continue
         scope = innermost_side_scope(model, site.stream_scopes)
-        if scope is None:
-            continue
+        if scope is None or not isinstance(scope.node, cst.With):
+            continue  # a `set_stream` switch: no `with` to rewrite
         by_scope.setdefault(scope.node, []).append((site, site.function))
     for with_stmt, sites in by_scope.items():
         fn = sites[0][1]

@@ -188,7 +188,7 @@ def _producer_parts(
             ):
                 continue
             with_stmt = assign.stream_scopes[0].node
-            if any(stmt is with_stmt for stmt in top_level_statements(fn)):
+            if isinstance(with_stmt, cst.With) and any(stmt is with_stmt for stmt in top_level_statements(fn)):
                 return attr, event_attr, with_stmt, assign.value
     return None
 

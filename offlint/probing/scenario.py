@@ -637,9 +637,9 @@ def compiled_verdict(info: dict[str, Any]) -> str:
 
 def _announce(phase: str) -> None:
     """Tell a parent reading the protocol channel which phase runs (worker.py)."""
-    from offlint.probing import worker
+    from offlint.probing import protocol
 
-    worker.announce_phase(phase)
+    protocol.announce_phase(phase)
 
 
 _USER_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n\s*([^\n]*)')

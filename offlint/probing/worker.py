@@ -25,17 +25,10 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from offlint.probing import protocol
 from offlint.probing.spec import ScenarioSpec
-
-_protocol: IO[str] | None = None
-
-
-def announce_phase(phase: str) -> None:
-    if _protocol is not None:
-        _protocol.write(f"offlint-phase {phase}\n")
-        _protocol.flush()
 
 
 def finite_json(value: Any) -> Any:
@@ -99,9 +92,8 @@ def _write(path: str, result: dict[str, Any]) -> None:
 
 
 def serve() -> int:
-    global _protocol
     # The protocol keeps the real stdout; whatever the user's code prints goes to stderr.
-    _protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    protocol.open_channel()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     for line in sys.stdin:
@@ -116,8 +108,7 @@ def serve() -> int:
             _write(result_path, validate(spec, gpus))
         else:
             _write(result_path, run_one(spec))
-        _protocol.write("offlint-done\n")
-        _protocol.flush()
+        protocol.send("offlint-done")
     return 0
 
 

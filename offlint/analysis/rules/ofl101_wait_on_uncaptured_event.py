@@ -6,7 +6,12 @@ from collections.abc import Iterator
 
 from offlint.analysis.capture_tags import guarded_by_capture_bookkeeping, guarded_by_validity_flag
 from offlint.analysis.closures import recorded_in_enclosing_call
-from offlint.analysis.events import handed_in_by_caller, is_external_event, recorded_into_local
+from offlint.analysis.events import (
+    handed_in_by_caller,
+    is_external_event,
+    recorded_into_local,
+    stored_by_every_caller,
+)
 from offlint.analysis.facts import (
     is_event,
     local_name,
@@ -53,5 +58,7 @@ class WaitOnUncapturedEvent(Rule):
                 continue  # `sent.append(main.record_event())` ... `wait_event(sent[i])`: this call's
             # an event handed in by the caller (`ready`, `layer.done_event`): whether it was
             # recorded before this capture is the caller's to say, so the finding is unsure
-            handed_in = handed_in_by_caller(event, site.function)
+            handed_in = handed_in_by_caller(event, site.function) and not stored_by_every_caller(
+                model, event, site.function
+            )
             yield Finding(site.node, {"event": code_of(event, model)}, confidence=Confidence.LOW if handed_in else None)

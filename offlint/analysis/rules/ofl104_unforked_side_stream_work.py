@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.streams import (
@@ -14,7 +16,7 @@ from offlint.analysis.streams import (
     stream_key,
     stream_role,
 )
-from offlint.analysis.torch_api import STREAM_CONTEXTS
+from offlint.analysis.torch_api import STREAM_CONTEXTS, STREAM_SWITCHES
 
 
 class UnforkedSideStreamWork(Rule):
@@ -27,10 +29,13 @@ class UnforkedSideStreamWork(Rule):
             for scope in fn.stream_withs:
                 # the `torch.cuda.stream(s)` call: in the `with` itself, or bound to the context
                 # variable it enters (`ctx = torch.cuda.stream(s)` ... `with ctx:`)
-                opener = next((s for s in fn.calls if s.node is scope.call and s.callee in STREAM_CONTEXTS), None)
+                opener = next(
+                    (s for s in fn.calls if s.node is scope.call and s.callee in STREAM_CONTEXTS | STREAM_SWITCHES),
+                    None,
+                )
                 if opener is None or not opener.hazardous or not scope.context.may_capture:
                     continue
-                inline = any(item.item is scope.call for item in scope.node.items)
+                inline = not isinstance(scope.node, cst.With) or any(item.item is scope.call for item in scope.node.items)
                 if stream_role(model, scope.stream, fn) not in (
                     StreamRole.SIDE,
                     StreamRole.DEFAULT,
@@ -47,5 +52,5 @@ class UnforkedSideStreamWork(Rule):
                 if held_only_when_forked(model, scope.stream, fn):
                     continue  # a fork handle: set only right after its fork, earlier in the forward
                 # `ctx = torch.cuda.stream(s)` ... `with ctx:`: the work is under the `with`
-                where = opener.node if inline else scope.node.items[0].item
+                where = opener.node if inline or not isinstance(scope.node, cst.With) else scope.node.items[0].item
                 yield Finding(where, {"stream": code_of(scope.stream, model)})

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from offlint.analysis.facts import receiver_kind
-from offlint.analysis.kinds import Kind, keyword
+from offlint.analysis.kinds import Kind, is_true, keyword
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
 from offlint.analysis.program import CallSite
@@ -78,7 +78,9 @@ class HostSyncInCapture(Rule):
             if typed.kind is Kind.UNKNOWN and not _looks_like_tensor_expr(site.receiver):
                 return None
             return f".{site.method}()"
-        if site.method == "to" and site.receiver is not None and node.args:
+        if site.method == "to" and site.receiver is not None and node.args and not is_true(keyword(node, "non_blocking")):
+            # `.to("cpu", non_blocking=True)` copies into a pinned tensor it allocates and does
+            # not wait for it: no host sync (its consumer must wait on an event instead)
             # `.to("cpu")`, `.to(self.offload_device)` of a device tensor: a copy into pageable host
             # memory the host waits for (PyTorch refuses it during capture)
             target = keyword(node, "device") or (node.args[0].value if node.args[0].keyword is None else None)

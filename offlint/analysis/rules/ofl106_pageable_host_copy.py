@@ -74,6 +74,10 @@ class PageableHostCopy(Rule):
                     return None
             if kind(site.receiver) is Kind.PAGEABLE_HOST:
                 return site.receiver, f".{site.method}()"
+            if kind(site.receiver) is Kind.HOST_TENSOR and site.hazardous:
+                # pinned on some paths only (`pin_memory=should_pin()`): under capture the
+                # pageable path fails
+                return site.receiver, f".{site.method}() (host memory pinned only on some paths)"
             parked = pageable_park(model, fn.cls) if fn.cls is not None else None
             if parked is not None and parked is not fn and parameter_storage(model, fn, site.receiver):
                 # `param.data.to(self.onload_device)` where `offload_` did `param.data = ....to("cpu")`

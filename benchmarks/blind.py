@@ -1,0 +1,100 @@
+"""Score a blind set: files annotated by someone who never saw offlint, committed before any run.
+
+    python -m benchmarks.blind corpus/blind/<round> [--min-confidence C] [--json FILE]
+
+A blind set is a folder (corpus/blind/README.md): `<project>.toml` files in the corpus format
+(released files from the registry, `corpus/README.md`) and `cases.toml` annotating the hand-written
+`cases/*.py` beside it in the same format, with no sha256 (the files live in this repository).
+The released files are checked as the corpus checks them (one run over all of them), the cases
+as the tree they form (one run over `cases/`); both are scored together with
+`benchmarks.corpus.score` and printed per project, `cases` being one project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.corpus import (
+    CorpusError,
+    CorpusUnavailable,
+    Project,
+    Reported,
+    Score,
+    _file,
+    _tables,
+    format_score,
+    load_project,
+    prepare,
+    run_offlint,
+    score,
+    score_document,
+    sha256_of,
+    tomllib,
+)
+
+CASES = "cases"
+
+
+def load_cases(folder: Path) -> Project | None:
+    """The hand-written cases of a blind set as one project, or None when it has none."""
+    source = folder / "cases.toml"
+    if not source.is_file():
+        return None
+    try:
+        document = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CorpusError(f"{source}: cannot read: {exc}") from exc
+    files = []
+    for index, table in enumerate(_tables(document, "file", source.name), 1):
+        path = folder / str(table.get("path", ""))
+        if not path.is_file():
+            raise CorpusError(f"{source.name} file #{index}: {table.get('path')!r} does not exist")
+        files.append(_file({**table, "sha256": sha256_of(path)}, f"{source.name} file #{index}"))
+    return Project(CASES, "cases==0", "sdist", "cases.tar.gz", "0" * 64, tuple(files), source)
+
+
+def evaluate(folder: Path, min_confidence: str | None = None, *, quiet: bool = True) -> tuple[list[Project], Score]:
+    projects = [load_project(path) for path in sorted(folder.glob("*.toml")) if path.name not in ("cases.toml", "trees.toml")]
+    reported: list[Reported] = []
+    errors: list[str] = []
+    if projects:
+        located = prepare(projects, quiet=quiet)
+        found, failed = run_offlint(sorted(located), min_confidence, located)
+        reported += found
+        errors += failed
+    cases = load_cases(folder)
+    if cases is not None:
+        located_cases = {(folder / f.path).resolve(): (CASES, f.path) for f in cases.files}
+        found, failed = run_offlint(sorted(located_cases), min_confidence, located_cases)
+        reported += found
+        errors += failed
+        projects.append(cases)
+    return projects, score(projects, reported, errors)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.blind", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="a blind set, e.g. corpus/blind/2026-12-05-a")
+    parser.add_argument("--min-confidence", help="passed to offlint check (default: its default)")
+    parser.add_argument("--json", type=Path, help="also write the score here as JSON")
+    arguments = parser.parse_args(argv)
+    try:
+        _, result = evaluate(arguments.folder, arguments.min_confidence, quiet=False)
+    except CorpusUnavailable as exc:
+        print(f"blind set unavailable: {exc}", file=sys.stderr)
+        return 2
+    except CorpusError as exc:
+        print(f"blind set error: {exc}", file=sys.stderr)
+        return 2
+    if arguments.json is not None:
+        arguments.json.write_text(json.dumps(score_document(result), indent=2) + "\n", encoding="utf-8")
+    print(format_score(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
