@@ -57,8 +57,13 @@ def load_cases(folder: Path) -> Project | None:
     return Project(CASES, "cases==0", "sdist", "cases.tar.gz", "0" * 64, tuple(files), source)
 
 
-def evaluate(folder: Path, min_confidence: str | None = None, *, quiet: bool = True) -> tuple[list[Project], Score]:
-    projects = [load_project(path) for path in sorted(folder.glob("*.toml")) if path.name not in ("cases.toml", "trees.toml")]
+def evaluate(
+    folder: Path, min_confidence: str | None = None, *, quiet: bool = True, cases_only: bool = False
+) -> tuple[list[Project], Score]:
+    """Score the set; `cases_only`: the hand-written cases alone (no download)."""
+    projects = [] if cases_only else [
+        load_project(path) for path in sorted(folder.glob("*.toml")) if path.name not in ("cases.toml", "trees.toml")
+    ]
     reported: list[Reported] = []
     errors: list[str] = []
     if projects:
@@ -81,9 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("folder", type=Path, help="a blind set, e.g. corpus/blind/2026-12-05-a")
     parser.add_argument("--min-confidence", help="passed to offlint check (default: its default)")
     parser.add_argument("--json", type=Path, help="also write the score here as JSON")
+    parser.add_argument("--cases-only", action="store_true", help="only the hand-written cases (no download)")
     arguments = parser.parse_args(argv)
     try:
-        _, result = evaluate(arguments.folder, arguments.min_confidence, quiet=False)
+        _, result = evaluate(arguments.folder, arguments.min_confidence, quiet=False, cases_only=arguments.cases_only)
     except CorpusUnavailable as exc:
         print(f"blind set unavailable: {exc}", file=sys.stderr)
         return 2

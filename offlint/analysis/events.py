@@ -204,30 +204,27 @@ def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
     return False
 
 
-def stored_by_every_caller(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
-    """A parameter-held event (`def wait_for(ev): ev.wait()`) that every same-module caller hands
+def stored_by_a_caller(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
+    """A parameter-held event (`def wait_for(ev): ev.wait()`) that a same-module caller hands
     from storage that outlives the call (`wait_for(self.event)`, a module global): it was
-    recorded whenever its owner last recorded it, so the helper's wait is the stored event's."""
+    recorded whenever its owner last recorded it, so on that caller's path the helper's wait is
+    the stored event's."""
     root = unsubscripted(expr)
     while isinstance(root, cst.Attribute):
         root = unsubscripted(root.value)
     if not isinstance(root, cst.Name) or not is_parameter(fn, root.value):
         return False
-    callers = model.callers_of(fn)
-    if not callers:
-        return False
-    for site in callers:
+    for site in model.callers_of(fn):
         bound = fn.is_method and isinstance(site.node.func, cst.Attribute)
         passed = call_argument(site.node, fn.node.params, root.value, bound)
-        if passed is None:
-            return False
-        base = unsubscripted(passed)
+        base = unsubscripted(passed) if passed is not None else None
+        if base is None:
+            continue
         if self_attribute(base) is not None:
-            continue
+            return True
         if isinstance(base, cst.Name) and global_values(model, base.value) and not is_parameter(site.function, base.value):
-            continue
-        return False
-    return True
+            return True
+    return False
 
 
 def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:

@@ -133,9 +133,13 @@ class _Marker:
         for call in model.all_calls():
             if call.callee in GRAPHED_CALLABLES:
                 for arg in call.node.args[:1]:
-                    graphed = model._function_named(arg.value, call.function)
-                    if graphed is not None:
-                        self.mark(graphed, HIGH, "graphed by make_graphed_callables", entry=Context.CAPTURING)
+                    values = [e.value for e in arg.value.elements] if isinstance(arg.value, cst.Tuple | cst.List) else [arg.value]
+                    for value in values:
+                        graphed = model._function_named(value, call.function) or _forward_of_module_value(
+                            model, value, call.function
+                        )
+                        if graphed is not None:
+                            self.mark(graphed, HIGH, "graphed by make_graphed_callables", entry=Context.CAPTURING)
             if offloader_module:
                 self._installed_hook(call, MEDIUM)
         by_name = {cls.name: cls for cls in model.classes}
@@ -526,6 +530,30 @@ def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | N
         if cls.name == made.func.value and cls.is_nn_module:
             return model.method_of(cls, "forward")
     return None
+
+
+# module methods that return the module itself (`Block(...).cuda().eval()`)
+_RETURNS_MODULE = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
+
+
+def _forward_of_module_value(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> FunctionInfo | None:
+    """The `forward` of the same-module nn.Module instance `expr` holds: `Block(...)`,
+    `Block(...).cuda()`, or a local assigned one of those in `fn`."""
+    for _ in range(4):
+        if isinstance(expr, cst.Name):
+            bound = [a.value for a in fn.assignments if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)]
+            if len(bound) != 1 or bound[0] is None:
+                return None
+            expr = bound[0]
+            continue
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _RETURNS_MODULE:
+            expr = expr.func.value
+            continue
+        break
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
+        return None
+    cls = model._classes_named().get(expr.func.value)
+    return model.method_of(cls, "forward") if cls is not None and cls.is_nn_module else None
 
 
 def _forward_of_apply(model: ModuleModel, call: CallSite) -> FunctionInfo | None:

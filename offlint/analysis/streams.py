@@ -31,7 +31,7 @@ from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, self_attribute
 from offlint.analysis.model import ModuleModel, attribute_stores
 from offlint.analysis.program import CallSite, FunctionInfo, StreamScope
-from offlint.analysis.syntax import same_code
+from offlint.analysis.syntax import call_argument, same_code
 from offlint.analysis.torch_api import (
     CURRENT_STREAM,
     DEVICE_SYNCS,
@@ -386,7 +386,7 @@ def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int, for
     for site in fn.calls:
         if site.order <= order:
             continue
-        if joins(site) or _callee_satisfies(model, fn, site, fn, key, joins):
+        if joins(site) or _callee_satisfies(model, fn, site, fn, key, joins) or _waits_on_handed_event(model, site):
             missing = _uncovered_conditions(model, site, fork)
             if missing is not None:
                 extra.append(missing)
@@ -399,6 +399,29 @@ def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int, for
     ):
         return True
     return _entered_after(model, fn, key, joins, set(), before=False)
+
+
+def _waits_on_handed_event(model: ModuleModel, site: CallSite) -> bool:
+    """`_block_on(done)` where the same-module helper waits on the event it is handed
+    (`def _block_on(ev): torch.cuda.current_stream().wait_event(ev)`): a join at the call."""
+    target = model._called_function(site.node, site.function)
+    if target is None:
+        return False
+    bound = target.is_method and isinstance(site.node.func, cst.Attribute)
+    for inner in target.calls:
+        if inner.method == "wait_event" and inner.node.args:
+            waited = inner.node.args[0].value
+        elif inner.method == "wait" and inner.receiver is not None:
+            waited = inner.receiver
+        else:
+            continue
+        if (
+            isinstance(waited, cst.Name)
+            and is_parameter(target, waited.value)
+            and call_argument(site.node, target.node.params, waited.value, bound) is not None
+        ):
+            return True
+    return False
 
 
 def _uncovered_conditions(

@@ -123,6 +123,10 @@ class BodyWalker:
                         ctx = self.model.branch_contexts(small.test, self.fn)[0] or ctx
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 ctx = self.compound(stmt, ctx)
+                if capture_region_open and self._ends_capture_inside(stmt):
+                    # `try: ... finally: g.capture_end()`: the region ends with the statement
+                    self.graph_depth -= 1
+                    capture_region_open = False
                 if isinstance(stmt, cst.If) and stmt.orelse is None and _terminates(stmt.body):
                     # `if not tag: return`: the rest of the block runs only when the test failed
                     self.guards.append((stmt.test, False))
@@ -140,6 +144,20 @@ class BodyWalker:
         if isinstance(call, cst.Call) and call.args and self.model.qualname(call.func) in STREAM_SWITCHES:
             return call
         return None
+
+    def _ends_capture_inside(self, stmt: cst.BaseCompoundStatement) -> bool:
+        """A `capture_end()` statement somewhere in `stmt`'s blocks (a `finally:`, a branch)."""
+        pending: list[cst.CSTNode] = [stmt]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.SimpleStatementLine):
+                if any(self._is_capture_end(small) for small in node.body):
+                    return True
+                continue
+            if type(node) in SCOPE_TYPES:
+                continue
+            pending.extend(child_nodes(node))
+        return False
 
     def _is_capture_begin(self, small: cst.BaseSmallStatement) -> bool:
         return self._method_call_name(small) == "capture_begin"

@@ -10,7 +10,7 @@ from offlint.analysis.events import (
     handed_in_by_caller,
     is_external_event,
     recorded_into_local,
-    stored_by_every_caller,
+    stored_by_a_caller,
 )
 from offlint.analysis.facts import (
     is_event,
@@ -58,7 +58,7 @@ class WaitOnUncapturedEvent(Rule):
                 continue  # `sent.append(main.record_event())` ... `wait_event(sent[i])`: this call's
             # an event handed in by the caller (`ready`, `layer.done_event`): whether it was
             # recorded before this capture is the caller's to say, so the finding is unsure
-            handed_in = handed_in_by_caller(event, site.function) and not stored_by_every_caller(
+            handed_in = handed_in_by_caller(event, site.function) and not stored_by_a_caller(
                 model, event, site.function
             )
             yield Finding(site.node, {"event": code_of(event, model)}, confidence=Confidence.LOW if handed_in else None)

@@ -12,7 +12,7 @@ from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
 from offlint.analysis.program import CallSite
 from offlint.analysis.rule import Finding, Rule, code_of
-from offlint.analysis.syntax import walk
+from offlint.analysis.syntax import parameter_names, walk
 from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
 
 # tensor methods that copy to the host and block on the device
@@ -98,6 +98,15 @@ class HostSyncInCapture(Rule):
             and receiver_kind(model, site).kind in _DEVICE_ONLY
         ):
             return ".nonzero() without size="
+        if (
+            isinstance(site.statement, cst.If | cst.While)
+            and site.method in _REDUCTIONS
+            and _truth_operand(site.statement.test, node)
+            and _device_tensor_value(model, site)
+        ):
+            # `if x.abs().max() > 1e4:` - Python takes the truth of a CUDA tensor on the host
+            keyword_ = "if" if isinstance(site.statement, cst.If) else "while"
+            return f"{keyword_} {code_of(node, model)}"
         if isinstance(node.func, cst.Name) and node.func.value in ("print", "repr", "bool", "str"):
             for arg in node.args:
                 if model.kind_of(arg.value, site.function).kind in _DEVICE_ONLY or (
@@ -116,6 +125,51 @@ def _tensor_truth(model: ModuleModel, expr: cst.BaseExpression, site: CallSite) 
     if isinstance(expr, cst.Comparison):
         operands = [expr.left, *(c.comparator for c in expr.comparisons)]
     return any(model.kind_of(o, site.function).kind in (Kind.TENSOR, Kind.DEVICE_TENSOR) for o in operands)
+
+
+# tensor methods whose result is a tensor a test compares (`x.max() > 1`): a 0-d tensor, not a number
+_REDUCTIONS = frozenset({"max", "min", "sum", "mean", "any", "all", "amax", "amin", "norm", "count_nonzero", "isnan", "isinf"})
+
+
+def _truth_operand(test: cst.BaseExpression, node: cst.Call) -> bool:
+    """`node` is what an `if`/`while` takes the truth of: the test itself, an operand of a
+    comparison it is, or of `and`/`or`/`not` around those."""
+    pending = [test]
+    while pending:
+        current = pending.pop()
+        if current is node:
+            return True
+        if isinstance(current, cst.Comparison):
+            pending += [current.left, *(c.comparator for c in current.comparisons)]
+        elif isinstance(current, cst.BooleanOperation):
+            pending += [current.left, current.right]
+        elif isinstance(current, cst.UnaryOperation):
+            pending.append(current.expression)
+    return False
+
+
+def _device_tensor_value(model: ModuleModel, site: CallSite) -> bool:
+    """The reduced value lives on the GPU: its receiver is a CUDA tensor or one of unknown
+    placement, or (kind unknown) hangs off a tensor argument of an nn.Module's `forward`, an
+    activation, which capture-reachable forwards get on the device."""
+    kind = receiver_kind(model, site).kind
+    if kind in (Kind.DEVICE_TENSOR, Kind.TENSOR):
+        return True
+    if kind is not Kind.UNKNOWN:
+        return False
+    root = site.receiver
+    while isinstance(root, cst.Call | cst.Attribute | cst.Subscript):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    fn = site.function
+    return (
+        isinstance(root, cst.Name)
+        and root.value != "self"
+        and fn.name == "forward"
+        and fn.cls is not None
+        and fn.cls.is_nn_module
+        and root.value in parameter_names(fn.node.params)
+        and model.kind_of(root, fn).kind in (Kind.UNKNOWN, Kind.TENSOR, Kind.DEVICE_TENSOR)
+    )
 
 
 def _looks_like_tensor_expr(expr: cst.BaseExpression) -> bool:

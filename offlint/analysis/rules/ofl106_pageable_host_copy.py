@@ -93,6 +93,8 @@ class PageableHostCopy(Rule):
             dst_kind, src_kind = kind(dst), kind(src)
             if dst_kind is Kind.DEVICE_TENSOR and src_kind is Kind.PAGEABLE_HOST:
                 return src, "copy_() host to device"
+            if dst_kind is Kind.DEVICE_TENSOR and src_kind is Kind.HOST_TENSOR and site.hazardous:
+                return src, "copy_() host to device (host memory pinned only on some paths)"
             if dst_kind is Kind.PAGEABLE_HOST and src_kind is Kind.DEVICE_TENSOR:
                 return dst, "copy_() device to host"
             return None

@@ -15,6 +15,7 @@ from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import Context, ModuleModel
 from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
+from offlint.diagnostics import Confidence
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class StaleCapturedEvent(Rule):
         if not records:
             return
         for site in model.all_calls():
-            if site.hazardous:
+            if site.hazardous and not _run_after_capture_by_driver(model, site.function):
                 continue  # a wait that may itself be captured is OFL101's
             event = _waited_event(site)
             if event is None or not is_event(model, event, site.function):
@@ -46,9 +47,11 @@ class StaleCapturedEvent(Rule):
             if is_external_event(model, event, site.function):
                 continue  # `Event(external=True)`: waiting on it after a captured record is legal
             recorder = records[key]
+            # as sure as a capture reaches the record (a method of the class only: low)
             yield Finding(
                 site.node,
                 {"event": code_of(event, model), "recorder": recorder.function.name},
+                confidence=recorder.function.confidence,
             )
 
     def _records_that_may_capture(self, model: ModuleModel) -> dict[str, _Record]:
@@ -78,6 +81,14 @@ class StaleCapturedEvent(Rule):
                         if key is not None and not _tracked(model, fn, key, None):
                             found.setdefault(key, _Record(key, fn, assign.order))
         return found
+
+
+def _run_after_capture_by_driver(model: ModuleModel, fn: FunctionInfo) -> bool:
+    """`fn` is reached only at the lowest tier and a capture driver calls it outside its capture
+    region (`g.replay(); return h.consume(y)`): it runs eagerly, after a capture."""
+    if fn.confidence is not Confidence.LOW:
+        return False
+    return any(site.function.drives_capture and not site.in_graph_region for site in model.callers_of(fn))
 
 
 def _waited_event(site: CallSite) -> cst.BaseExpression | None:

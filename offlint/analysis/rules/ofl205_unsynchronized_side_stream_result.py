@@ -231,7 +231,14 @@ def _makes_data(model: ModuleModel, fn: FunctionInfo, value: cst.BaseExpression)
         return not (
             isinstance(value.func, cst.Attribute) and value.func.attr.value in _NOT_DATA_METHODS
         )
-    return False  # arithmetic on names of unknown kind is as often host ints as tensors
+    if isinstance(value, cst.BinaryOperation):
+        # `packed.float() * scale`: arithmetic with an operand device work made; arithmetic on
+        # names of unknown kind alone is as often host ints as tensors
+        return any(
+            isinstance(side, cst.Call | cst.BinaryOperation) and _makes_data(model, fn, side)
+            for side in (value.left, value.right)
+        )
+    return False
 
 
 def _is_host_sync(site: CallSite) -> bool:

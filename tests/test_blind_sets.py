@@ -1,0 +1,33 @@
+"""The hand-written cases of each blind set (corpus/blind/<round>/cases.toml), scored as
+`python -m benchmarks.blind <round> --cases-only` scores them, held at the score they reached.
+The first score of each set, taken once before it was used for anything, is recorded in
+benchmarks/results/blind-<round>-first-score-*.txt; these floors only keep later changes from
+losing what was gained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.blind import evaluate
+
+BLIND = Path(__file__).resolve().parent.parent / "corpus" / "blind"
+# (recall, precision) floors of the cases at the default confidence
+FLOORS = {
+    "2026-12-05-b": (0.85, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_blind_cases_keep_their_score(name: str) -> None:
+    _, result = evaluate(BLIND / name, cases_only=True)
+    assert not result.errors, result.errors
+    recall, precision = FLOORS[name]
+    assert result.total.expects >= 15
+    assert result.total.recall >= recall, result.false_negatives
+    assert result.total.precision >= precision, result.false_positives
+
+
+def test_every_blind_set_has_a_floor() -> None:
+    assert {p.name for p in BLIND.iterdir() if p.is_dir()} <= set(FLOORS) | {"2026-12-05-a"}
