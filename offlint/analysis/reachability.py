@@ -103,7 +103,7 @@ class _Marker:
         for holder in model.classes:
             holder.autograd_function = _is_autograd_function(model, holder)
         offloader_module = any(cls.offloader_style for cls in model.classes)
-        drivers = {id(call.function) for call in model.graph_region_calls}
+        drivers = {id(call.function) for call in model.graph_region_calls} | _callers_of_capture_helpers(model)
         for fn in model.functions:
             if id(fn) in drivers:
                 # it drives a capture: what it runs inside the region is reached from there (high);
@@ -327,6 +327,26 @@ class _Marker:
                 target = self.model._function_named(value, fn)
                 if target is not None:
                     self.mark(target, confidence, f"installed as a wrapped forward by {fn.qualname}")
+
+
+_CAPTURE_METHODS = frozenset({"capture_begin", "capture_end"})
+
+
+def _callers_of_capture_helpers(model: ModuleModel) -> set[int]:
+    """Functions that open or close a capture through a same-module helper
+    (`def _begin(g, pool): g.capture_begin(pool=pool)`): capture drivers like those that call
+    `capture_begin()` themselves, though their region is not visible statement by statement."""
+    helpers = {id(fn) for fn in model.functions if any(call.method in _CAPTURE_METHODS for call in fn.calls)}
+    if not helpers:
+        return set()
+    found: set[int] = set()
+    for fn in model.functions:
+        for call in fn.calls:
+            target = model._called_function(call.node, fn)
+            if target is not None and id(target) in helpers and target is not fn:
+                found.add(id(fn))
+                break
+    return found
 
 
 def _is_lifecycle_dunder(name: str) -> bool:
