@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -117,21 +116,17 @@ def read_file(found: Discovered) -> bytes | FileError:
 
 
 def read_file_and_stat(found: Discovered) -> tuple[bytes, os.stat_result] | FileError:
-    """The file's bytes, and its stat taken before they were read (a later change shows)."""
+    """The file's bytes, and its stat taken before they were read (a later change shows). Read
+    through the guarded path: a FIFO named `*.py` must not hang the run, a link to /dev/zero
+    must not read for ever; only regular files up to MAX_SOURCE_BYTES are read."""
+    from offlint.guarded_io import MAX_SOURCE_BYTES, Refused, TooLarge, read_regular
+
     try:
-        # O_NONBLOCK: opening a FIFO named `*.py` must not hang the run; only regular files are read
-        fd = os.open(found.walked, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return FileError(found.display, ErrorKind.UNREADABLE, "not a regular file")
-            return handle.read(), info
-    except FileNotFoundError:
-        return FileError(found.display, ErrorKind.MISSING, "vanished before it could be read")
-    except IsADirectoryError:
-        return FileError(found.display, ErrorKind.UNREADABLE, "is a directory")
-    except OSError as exc:
-        return FileError(found.display, ErrorKind.UNREADABLE, exc.strerror or str(exc))
+        return read_regular(found.walked, MAX_SOURCE_BYTES)
+    except Refused as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return FileError(found.display, ErrorKind.MISSING, "vanished before it could be read")
+        return FileError(found.display, ErrorKind.TOO_LARGE if isinstance(exc, TooLarge) else ErrorKind.UNREADABLE, str(exc))
 
 
 def serial_only(jobs: int | None) -> bool:
