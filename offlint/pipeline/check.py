@@ -137,7 +137,12 @@ def serial_only(jobs: int | None) -> bool:
 
 
 def worker_count(jobs: int | None, tasks: int) -> int:
-    count = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    """`-j`, capped at the CPUs this process may use (more workers only compete for them and
+    multiply memory), and at the number of tasks."""
+    from offlint.pipeline.processes import usable_cpus
+
+    cpus = usable_cpus()
+    count = min(jobs, cpus) if jobs and jobs > 0 else cpus
     return max(1, min(count, tasks))
 
 
@@ -148,7 +153,15 @@ def cache_root(finder: ConfigFinder, cwd: Path) -> Path:
 
 
 def check_paths(options: CheckOptions) -> RunReport:
-    """Check every file below `options.paths`. Config errors raise ConfigError."""
+    """Check every file below `options.paths`. Config errors raise ConfigError. A SIGINT,
+    SIGTERM or SIGHUP ends the workers with the run (`processes.py`)."""
+    from offlint.pipeline.processes import ending_with_the_run
+
+    with ending_with_the_run():
+        return _check_paths(options)
+
+
+def _check_paths(options: CheckOptions) -> RunReport:
     cwd = (options.cwd or Path.cwd()).resolve()
     finder = ConfigFinder(options.config_file, fallback_root=cwd)
     report = RunReport()
@@ -443,7 +456,11 @@ def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefilte
 
 
 def _warm_up() -> None:
-    """Pool initializer: pay for libcst and the rules while the main process is still reading."""
+    """Pool initializer: die with the parent, then pay for libcst and the rules while the main
+    process is still reading."""
+    from offlint.pipeline.processes import watch_parent
+
+    watch_parent()
     import libcst  # noqa: F401
 
     import offlint.analysis.model  # noqa: F401
@@ -507,7 +524,9 @@ def _analyse_alone(job: Job) -> FileReport:
     from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as alone:
+    from offlint.pipeline.processes import watch_parent
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=watch_parent) as alone:
         try:
             return alone.submit(_analyse, job).result()
         except BrokenProcessPool:
