@@ -93,10 +93,7 @@ def _backtrack(trace: list[dict[int, int]], n: int, m: int) -> list[tuple[int, i
         if d == 0:
             snakes.append((0, 0))
             break
-        if k == -d or (k != d and frontier[k - 1] < frontier[k + 1]):
-            prev_k = k + 1
-        else:
-            prev_k = k - 1
+        prev_k = k + 1 if k == -d or (k != d and frontier[k - 1] < frontier[k + 1]) else k - 1
         prev_x = frontier[prev_k]
         prev_y = prev_x - prev_k
         mid_x, mid_y = (prev_x, prev_y + 1) if prev_k == k + 1 else (prev_x + 1, prev_y)
@@ -111,7 +108,7 @@ def _blocks(snakes: list[tuple[int, int]], n: int, m: int) -> list[tuple[int, in
     points = list(reversed(snakes))
     blocks: list[tuple[int, int, int, int]] = []
     # walk the path: from each point the run of equal lines, then one step to the next point
-    for (x, y), nxt in zip(points, [*points[1:], None]):
+    for (x, y), nxt in zip(points, [*points[1:], None], strict=False):
         if nxt is None:
             break
         nx, ny = nxt
