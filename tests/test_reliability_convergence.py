@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import random
 import time
 from pathlib import Path
@@ -72,3 +73,38 @@ def test_repeated_lines_keep_the_diff_linear() -> None:
     started = time.perf_counter()
     assert changed_blocks(before, after) == [(0, 1, 0, 1), (20_001, 20_002, 20_001, 20_002)]
     assert time.perf_counter() - started < 1.0  # difflib: minutes (quadratic in equal rows)
+
+
+ONE_LINE_METHOD = (
+    "import torch\n\n\nclass KVPrefetch:\n    def __init__(self):\n"
+    "        self.copy_stream = torch.cuda.Stream()\n        self.ready = None\n\n"
+    "    def issue(self): self.ready = self.copy_stream.record_event()\n\n"
+    "    def consume(self):\n        capturing = torch.cuda.is_current_stream_capturing()\n"
+    "        if not capturing and self.ready is not None:\n"
+    "            torch.cuda.current_stream().wait_event(self.ready)\n"
+)
+
+
+def test_a_one_line_method_body_is_left_with_a_reason_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m.py").write_text(ONE_LINE_METHOD)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["fix", "--apply", "m.py"])
+    assert "internal-error" not in result.output and "LookupError" not in result.output
+    assert result.exit_code in (0, 1), result.output
+    assert "`issue` is written on one line" in result.output
+    assert (tmp_path / "m.py").read_text() == ONE_LINE_METHOD
+
+
+@pytest.mark.skipif(not hasattr(os, "setxattr"), reason="no extended attributes on this platform")
+def test_fix_apply_keeps_extended_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "m.py"
+    target.write_bytes(FIXTURE.read_bytes())
+    try:
+        os.setxattr(target, "user.note", b"keep")
+    except OSError as exc:
+        pytest.skip(f"this file system has no user xattrs: {exc}")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["fix", "--apply", "m.py"])
+    assert result.exit_code == 0, result.output
+    assert target.read_bytes() != FIXTURE.read_bytes()
+    assert os.getxattr(target, "user.note") == b"keep"
