@@ -62,6 +62,8 @@ def run_fix(
     run_errors: list[FileError] = []
     written: set[str] = set()
     try:
+        if select is not None and not select:  # as `check`: no rule would run, and "nothing to fix"
+            raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
         catalogue = load_catalogue()
         codes = sorted(set(catalogue) | set(FIXABLE_RULES))
         defaults = sorted(
