@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from offlint.config import ConfigError
 from offlint.diagnostics import Diagnostic, RunReport
+from offlint.guarded_io import Refused, read_regular_text, write_new_file
 
 FORMAT = "offlint-baseline/1"
 
@@ -36,15 +37,21 @@ def line_hash(source_line: str) -> str:
 
 def _relative(display: str, cwd: Path, folder: Path) -> str:
     absolute = os.path.normpath(os.path.join(cwd, display))
-    return Path(os.path.relpath(absolute, folder)).as_posix()
+    relative = Path(os.path.relpath(absolute, folder)).as_posix()
+    # a file name that is not UTF-8 (kept by Python as lone surrogates) is written with its
+    # undecodable bytes as `\\xNN`: JSON in UTF-8 cannot hold them, and loading maps names alike
+    return os.fsencode(relative).decode("utf-8", errors="backslashreplace")
 
 
 def key_of(diagnostic: Diagnostic, cwd: Path, folder: Path) -> Key:
     return Key(_relative(diagnostic.path, cwd, folder), diagnostic.code, line_hash(diagnostic.source_line))
 
 
-def write_baseline(path: Path, diagnostics: Iterable[Diagnostic], cwd: Path) -> int:
-    """Write every diagnostic to `path`; the number written. OSError when it cannot be written."""
+def write_baseline(
+    path: Path, diagnostics: Iterable[Diagnostic], cwd: Path, roots: Iterable[str] | None = None
+) -> int:
+    """Write every diagnostic to `path`; the number written. Refused (one line) when it cannot be
+    written, or when `path` is a link leading outside `roots`."""
     folder = path.resolve().parent
     entries = sorted(
         (
@@ -59,7 +66,8 @@ def write_baseline(path: Path, diagnostics: Iterable[Diagnostic], cwd: Path) -> 
         key=lambda e: (e["path"], e["code"], e["line"], e["line_hash"]),
     )
     document = {"format": FORMAT, "findings": entries}
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # atomic: an error (a full disk, a refused link) leaves no empty or half baseline behind
+    write_new_file(path, (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), roots)
     return len(entries)
 
 
@@ -73,10 +81,10 @@ class Baseline:
     def load(cls, path: Path) -> Baseline:
         """Read a baseline; a missing, unreadable or malformed file is a ConfigError (exit 2)."""
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: baseline not found (write one with --write-baseline {path})") from None
-        except (OSError, UnicodeDecodeError) as exc:
+            document = json.loads(read_regular_text(path))
+        except Refused as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                raise ConfigError(f"{path}: baseline not found (write one with --write-baseline {path})") from None
             raise ConfigError(f"{path}: cannot read baseline: {exc}") from None
         except (ValueError, RecursionError):
             raise ConfigError(f"{path}: not a baseline (invalid JSON)") from None

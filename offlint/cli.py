@@ -561,12 +561,14 @@ def _verbose_lines(request: CheckRequest, report: RunReport, seconds: float) -> 
 
 def _write_baseline(request: CheckRequest, report: RunReport, cwd: Path) -> int:
     from offlint.baseline import write_baseline
+    from offlint.guarded_io import Refused
 
     assert request.write_baseline is not None
+    roots = [os.path.realpath(cwd), *(os.path.realpath(path) for path in request.paths)]
     try:
-        count = write_baseline(request.write_baseline, report.diagnostics, cwd)
-    except OSError as exc:
-        click.echo(f"offlint: error: cannot write {request.write_baseline}: {exc.strerror or exc}", err=True)
+        count = write_baseline(request.write_baseline, report.diagnostics, cwd, roots)
+    except Refused as exc:
+        click.echo(f"offlint: error: cannot write {request.write_baseline}: {exc}", err=True)
         return EXIT_ERROR
     from offlint.reporting import render_run_errors
 
@@ -580,7 +582,8 @@ def _write_baseline(request: CheckRequest, report: RunReport, cwd: Path) -> int:
 def _add_noqa(request: CheckRequest, report: RunReport, cwd: Path) -> int:
     from offlint.pipeline.add_noqa import add_noqa
 
-    return add_noqa(report, cwd, quiet=request.quiet)
+    roots = [os.path.realpath(path) for path in request.paths]  # as `fix`'s tree_roots
+    return add_noqa(report, cwd, roots, quiet=request.quiet)
 
 
 @click.command("rule")

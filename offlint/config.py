@@ -285,14 +285,22 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: too large to read") from None
 
 
+def _read_config_text(path: Path) -> str:
+    """A config file's text through the guarded read: a FIFO, a device or an oversized file is
+    one ConfigError line, never a hang or a MemoryError."""
+    from offlint.guarded_io import Refused, read_regular_text
+
+    try:
+        return read_regular_text(path)
+    except Refused as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise ConfigError(f"{path}: config file not found") from None
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+
+
 def load_config_file(path: Path) -> Config:
     """Read `[tool.offlint]` from a pyproject.toml (or a bare offlint.toml / .offlint.toml)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{path}: config file not found") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    text = _read_config_text(path)
     data = parse_toml(text, path)
     tool = data.get("tool")
     prefix: tuple[str, ...] = ("tool", "offlint")
@@ -389,10 +397,7 @@ class ConfigFinder:
 
 
 def _has_offlint_table(path: Path) -> bool:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    text = _read_config_text(path)
     if "offlint" not in text:
         return False
     data = parse_toml(text, path)

@@ -49,6 +49,7 @@ class ErrorKind(str, enum.Enum):
     UNDECODABLE = "undecodable"
     SYNTAX = "syntax-error"
     TOO_DEEP = "too-deeply-nested"
+    TOO_LARGE = "too-large"
     INTERNAL = "internal-error"
     CHANGED = "changed-on-disk"
     WRITE = "write-failed"

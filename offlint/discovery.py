@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from offlint.config import Config, ConfigFinder
 from offlint.diagnostics import ErrorKind, FileError
+from offlint.guarded_io import Refused, read_regular
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -88,10 +90,19 @@ def discover(
     errors: list[FileError] = []
     for given in paths:
         shown = display_path(given, cwd)
-        if not given.exists() and not given.is_symlink():
+        try:
+            # one stat, its error one line: Path.exists/is_file raise PermissionError on 3.11
+            # when a folder on the way has no `x` for this user
+            mode: int | None = os.stat(given).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as exc:
+            errors.append(FileError(shown, ErrorKind.UNREADABLE, exc.strerror or str(exc)))
+            continue
+        if mode is None and not os.path.islink(given):
             errors.append(FileError(shown, ErrorKind.MISSING, "no such file or directory"))
             continue
-        if given.is_file():
+        if mode is not None and stat.S_ISREG(mode):
             real = os.path.realpath(given)
             config = finder.for_real_file(real)
             if config.force_exclude and config.exclude and _excluded_with_folders(config, given):
@@ -100,7 +111,7 @@ def discover(
                 continue
             files.setdefault(real, Discovered(str(given), shown, real))
             continue
-        if not given.is_dir():
+        if mode is None or not stat.S_ISDIR(mode):
             errors.append(FileError(shown, ErrorKind.UNREADABLE, "not a file or directory (broken link?)"))
             continue
         for real, found in _walk(given, finder, errors, cwd):
@@ -131,6 +142,9 @@ class GitIgnored:
         self.repository = repository
         # real folder -> every ignore file that applies below it, deepest last
         self._specs: dict[str, tuple[_IgnoreFile, ...]] = {}
+        # ignore files that exist but are refused (a FIFO, a device, too large, unreadable):
+        # (path, reason), one error each for the walk to report
+        self.refused: list[tuple[str, str]] = []
 
     @classmethod
     def around(cls, real_folder: str) -> GitIgnored | None:
@@ -147,13 +161,13 @@ class GitIgnored:
         known = self._specs.get(real_folder)
         if known is not None:
             return known
-        own = _read_spec(os.path.join(real_folder, ".gitignore"), real_folder)
+        own = _read_spec(os.path.join(real_folder, ".gitignore"), real_folder, self.refused)
         parent = os.path.dirname(real_folder)
         if real_folder == self.repository or parent == real_folder or os.path.lexists(
             os.path.join(real_folder, ".git")
         ):
             # a repository root (a nested repository starts afresh: its parent's rules stop here)
-            exclude = _read_spec(os.path.join(real_folder, ".git", "info", "exclude"), real_folder)
+            exclude = _read_spec(os.path.join(real_folder, ".git", "info", "exclude"), real_folder, self.refused)
             found = tuple(spec for spec in (exclude, own) if spec is not None)
         else:
             inherited = self.specs_for(parent)
@@ -183,13 +197,18 @@ class _IgnoreFile(NamedTuple):
     any_pattern: re.Pattern[str] | None
 
 
-def _read_spec(path: str, folder: str) -> _IgnoreFile | None:
-    """The patterns of one ignore file; None when it is absent, unreadable or empty."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
+def _read_spec(path: str, folder: str, refused: list[tuple[str, str]]) -> _IgnoreFile | None:
+    """The patterns of one ignore file; None when it is absent, refused or empty. A file that
+    exists but is refused (a FIFO would block the walk, a link to /dev/zero never end) is
+    added to `refused` with its reason."""
+    if not os.path.lexists(path):
         return None
+    try:
+        data, _ = read_regular(path)
+    except Refused as exc:
+        refused.append((path, str(exc)))
+        return None
+    lines = data.decode("utf-8", errors="replace").splitlines()
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
     from pathspec import GitIgnoreSpec
@@ -239,6 +258,27 @@ def _walk(root: Path, finder: ConfigFinder, errors: list[FileError], cwd: Path) 
     cwd_text = str(cwd)
     root_text = str(root)
     stack = [(root_text, real_root)]
+    try:
+        yield from _walk_folders(stack, root_text, cwd_text, finder, waived, git, cwd, on_error, errors)
+    finally:
+        if git is not None:
+            errors.extend(
+                FileError(display_path(Path(path), cwd), ErrorKind.UNREADABLE, f"ignore file {reason}")
+                for path, reason in git.refused
+            )
+
+
+def _walk_folders(
+    stack: list[tuple[str, str]],
+    root_text: str,
+    cwd_text: str,
+    finder: ConfigFinder,
+    waived: Config | None,
+    git: GitIgnored | None,
+    cwd: Path,
+    on_error: Callable[[OSError], None],
+    errors: list[FileError],
+) -> Iterator[tuple[str, Discovered]]:
     while stack:
         folder, real_folder = stack.pop()
         try:

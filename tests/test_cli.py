@@ -603,13 +603,13 @@ def test_syntax_error_next_to_a_good_file(project: Path) -> None:
     assert code == 2
     assert lines == CONCISE  # the good files are still reported
     first, *rest = err.splitlines()
-    assert re.fullmatch(r"pkg/broken\.py:17: syntax-error: .+", first)
+    assert re.fullmatch(r"pkg/broken\.py:16: syntax-error: .+", first)
     assert rest == [SUMMARY.strip(), "1 file could not be checked."]
     document = json.loads(invoke("check", "--output-format", "json").stdout)
     (error,) = document["errors"]
     assert error["filename"] == "pkg/broken.py"
     assert error["kind"] == "syntax-error"
-    assert error["row"] == 17  # where the parser gave up
+    assert error["row"] == 16  # where CPython places it: the unclosed bracket
     assert error["message"]
     assert document["summary"]["errors"] == 1 and document["summary"]["diagnostics"] == 4
 

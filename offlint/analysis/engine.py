@@ -297,7 +297,36 @@ def _analyse(job: _Job) -> FileReport:
                 report.diagnostics = []
                 report.errors.append(parse_error(path, exc))
                 return report
-    return _analyse_libcst(job)
+    result = _analyse_libcst(job)
+    if any(e.kind is ErrorKind.SYNTAX for e in result.errors):
+        cpython = _cpython_syntax_error(text)
+        if cpython is not None:  # CPython's place and words, not libcst's recovery point
+            result.errors = [
+                FileError(
+                    path,
+                    ErrorKind.SYNTAX,
+                    f"{cpython[2]} (column {cpython[1]})" if cpython[1] else cpython[2],
+                    line=cpython[0],
+                )
+                if e.kind is ErrorKind.SYNTAX
+                else e
+                for e in result.errors
+            ]
+    return result
+
+
+def _cpython_syntax_error(text: str) -> tuple[int, int | None, str] | None:
+    """(line, column, message) of CPython's SyntaxError for `text`, None when it compiles."""
+    from offlint.analysis.guard import compile_quietly
+
+    try:
+        compile_quietly(text)
+    except SyntaxError as exc:
+        message = (str(exc.msg).splitlines() or ["invalid syntax"])[0]
+        return exc.lineno or 1, exc.offset, message
+    except (ValueError, OverflowError, RecursionError, MemoryError):
+        return None
+    return None
 
 
 def _analyse_skeleton(job: _Job, tree: ast.Module) -> FileReport:
@@ -353,7 +382,15 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
             report.errors.append(refusal_error(job.path, refused))
             report.diagnostics = []
             return
-        full = build_model(libcst.parse_module(job.text), job.options())
+        try:
+            parsed = libcst.parse_module(job.text)
+        except libcst.ParserSyntaxError:
+            # CPython parsed it (this is the skeleton path): a libcst limit (~4 000 adjacent
+            # string literals), not a syntax error. The findings stand; `fix` cannot edit it.
+            report.diagnostics = [d.without_fix() for d in report.diagnostics]
+            report.timings["fix availability"] = time.perf_counter() - started
+            return
+        full = build_model(parsed, job.options())
         report.diagnostics = fixes.confirm(full, job.settings, report.diagnostics)
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started

@@ -377,13 +377,18 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         if not progressed:
             break
     else:
+        # a fix that does not reach a fixed point is not a fix: writing its last round would
+        # grow the file on every run. Nothing is written; the file is reported.
         result.errors.append(
             FileError(
                 path,
                 ErrorKind.INTERNAL,
-                f"fixes still changed the file after {MAX_ROUNDS} rounds; kept the last result",
+                f"not fixed: the fixes still changed the file after {MAX_ROUNDS} rounds (no fixed point); not written",
             )
         )
+        current = data
+        result.edits.clear()
+        result.strategies.clear()
     result.edits.sort(key=lambda e: (e.line, e.rule))
     result.fixed = current
     report = check_source(current, path, _check_settings(settings))

@@ -74,7 +74,9 @@ class Storage:
 class Producer:
     method: FunctionInfo
     index_param: str | None  # the parameter subscripting the storage where it records
-    tag_anchor: cst.BaseStatement  # the statement line after which the tag is set
+    # the statement line after which the tag is set; None in a one-line body (`def f(self): x`),
+    # which has no statement line to put a tag after
+    tag_anchor: cst.BaseStatement | None
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,11 @@ def _handoff(model: ModuleModel, site: CallSite) -> Handoff | str:
     missing = _arguments_missing(producer, storage) or _not_repeatable(cls, producer, storage, fn)
     if missing:
         return missing
-    return Handoff(site, cls, storage, producer, _wait_statement(fn, site, storage))
+    wait = _wait_statement(fn, site, storage)
+    if producer.tag_anchor is None or wait is None:
+        one_line = producer.method if producer.tag_anchor is None else fn
+        return f"`{one_line.name}` is written on one line (`def {one_line.name}(...): ...`): put its body on lines of its own to have it fixed"
+    return Handoff(site, cls, storage, producer, wait)
 
 
 def _collection_of(fn: FunctionInfo, event: cst.BaseExpression) -> str | None:
@@ -281,8 +287,11 @@ def _stored_where(target: cst.BaseExpression) -> tuple[str, str] | None:
     return None
 
 
-def _line_of(fn: FunctionInfo, inner: cst.CSTNode) -> cst.BaseStatement:
-    """The innermost statement of `fn`'s body that is or holds `inner`."""
+def _line_of(fn: FunctionInfo, inner: cst.CSTNode) -> cst.BaseStatement | None:
+    """The innermost statement of `fn`'s body that is or holds `inner`; None when the body is
+    one line after the colon (a `SimpleStatementSuite`: no statement line of its own)."""
+    if isinstance(fn.node.body, cst.SimpleStatementSuite):
+        return None
     best: cst.BaseStatement | None = None
     for node in walk(fn.node.body):
         if isinstance(node, cst.SimpleStatementLine | cst.BaseCompoundStatement) and any(
@@ -353,10 +362,12 @@ def _not_repeatable(cls: ClassInfo, producer: Producer, storage: Storage, consum
 
 
 
-def _wait_statement(fn: FunctionInfo, site: CallSite, storage: Storage) -> cst.BaseStatement:
+def _wait_statement(fn: FunctionInfo, site: CallSite, storage: Storage) -> cst.BaseStatement | None:
     """The line holding the wait, or the `if <event> is not None:` around it when that is all
     the `if` tests."""
     line = _line_of(fn, site.node)
+    if line is None:
+        return None
     names = {storage.local} if storage.local else set()
     for node in walk(fn.node.body):
         if (
@@ -425,6 +436,7 @@ def _plan_tags(
         f"self.{tag}[{producer.index_param}]" if storage.index is not None else f"self.{tag}"
     )
     set_tag = parse_template_statement(f"{target} = {{capturing}}\n", capturing=spelling.call())
+    assert producer.tag_anchor is not None  # a Handoff is made only with one
     plan.insert_after(
         producer.tag_anchor,
         [set_tag],

@@ -2,7 +2,7 @@
 
 The new bytes go to a temporary file in the same folder (same file system), created with
 `O_EXCL` and named after the file and this process (`.NAME.PID-RANDOM.offlint-tmp`), are flushed
-to disk, get the original's owner and permission bits, and replace the original with `os.replace`
+to disk, get the original's owner, permission bits and extended attributes, and replace the original with `os.replace`
 (atomic on POSIX and Windows): a reader, or a run killed at any moment, sees the old file or the
 new one, never half of one. What is refused, each with one line and the file left alone:
 
@@ -101,6 +101,7 @@ def write_if_unchanged(
             problem = _give_owner_and_mode(handle.fileno(), tmp_name, before, mode)
             if problem is not None:
                 return FileError(display, ErrorKind.WRITE, problem)
+            copy_xattrs(str(target), handle.fileno())
             os.fsync(handle.fileno())
         # the last look before the rename: an editor's save since the read above shows here
         try:
@@ -120,6 +121,21 @@ def write_if_unchanged(
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
     return None
+
+
+def copy_xattrs(source: str, fd: int) -> None:
+    """The original's extended attributes onto the new file (a rename replaces the inode, and
+    with it tags, quarantine flags and labels users set). Best effort: a file system without
+    them, or an attribute this user may not set (`security.*`, `trusted.*`), keeps the rest."""
+    if not hasattr(os, "listxattr"):  # pragma: no cover - not Linux
+        return
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.setxattr(fd, name, os.getxattr(source, name))
 
 
 def _signature(info: os.stat_result) -> tuple[int, ...]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import tokenize
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -11,16 +13,18 @@ import click
 from offlint.analysis.guard import compile_quietly
 from offlint.analysis.positions import ast_statement_spans
 from offlint.diagnostics import ErrorKind, FileError, RunReport
-from offlint.fixing.writes import write_if_unchanged
+from offlint.fixing.writes import inside, outside_tree_error, write_if_unchanged
+from offlint.guarded_io import MAX_SOURCE_BYTES, Refused, read_regular
 from offlint.reporting import render_run_errors
 from offlint.suppression import add_directives
 
 EXIT_CLEAN, EXIT_ERROR = 0, 2
 
 
-def add_noqa(report: RunReport, cwd: Path, *, quiet: bool = False) -> int:
+def add_noqa(report: RunReport, cwd: Path, roots: Sequence[str], *, quiet: bool = False) -> int:
     """`--add-noqa`: a directive for every finding, written in place; exit 0 when each finding is
-    now suppressed, 2 when a file could not be edited (one line each)."""
+    now suppressed, 2 when a file could not be edited (one line each). `roots`: the checked tree
+    (`tree_roots`): a file whose link leads outside it is not written, as `fix` refuses it."""
     def spans_of(text: str) -> list[tuple[int, int]]:
         return ast_statement_spans(compile_quietly(text))  # the user's warnings are not ours to print
 
@@ -34,14 +38,18 @@ def add_noqa(report: RunReport, cwd: Path, *, quiet: bool = False) -> int:
         wanted: dict[int, set[str]] = {}
         for diagnostic in file_report.diagnostics:
             wanted.setdefault(diagnostic.location.line, set()).add(diagnostic.code)
+        real = os.path.realpath(path)
+        if not inside(real, roots):
+            errors.append(outside_tree_error(display, real))
+            continue
         try:
-            data = path.read_bytes()
+            data, _ = read_regular(path, MAX_SOURCE_BYTES)
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
             text = data[len(bom) :].decode("utf-8" if encoding == "utf-8-sig" else encoding)
             if bom + text.encode("utf-8" if encoding == "utf-8-sig" else encoding) != data:
                 raise ValueError("its bytes do not survive decoding and encoding again")
-        except (OSError, SyntaxError, ValueError, LookupError) as exc:
+        except (Refused, OSError, SyntaxError, ValueError, LookupError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             errors.append(FileError(display, ErrorKind.WRITE, f"cannot add suppressions: {reason}"))
             continue
@@ -50,7 +58,7 @@ def add_noqa(report: RunReport, cwd: Path, *, quiet: bool = False) -> int:
             errors.append(FileError(display, ErrorKind.WRITE, f"no place for a suppression of {code}", line=line))
         if result.added:
             new = bom + result.text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
-            error = write_if_unchanged(path, display, data, new)
+            error = write_if_unchanged(path, display, data, new, roots)
             if error is not None:
                 errors.append(error)
                 continue

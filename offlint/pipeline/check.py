@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -117,21 +116,17 @@ def read_file(found: Discovered) -> bytes | FileError:
 
 
 def read_file_and_stat(found: Discovered) -> tuple[bytes, os.stat_result] | FileError:
-    """The file's bytes, and its stat taken before they were read (a later change shows)."""
+    """The file's bytes, and its stat taken before they were read (a later change shows). Read
+    through the guarded path: a FIFO named `*.py` must not hang the run, a link to /dev/zero
+    must not read for ever; only regular files up to MAX_SOURCE_BYTES are read."""
+    from offlint.guarded_io import MAX_SOURCE_BYTES, Refused, TooLarge, read_regular
+
     try:
-        # O_NONBLOCK: opening a FIFO named `*.py` must not hang the run; only regular files are read
-        fd = os.open(found.walked, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return FileError(found.display, ErrorKind.UNREADABLE, "not a regular file")
-            return handle.read(), info
-    except FileNotFoundError:
-        return FileError(found.display, ErrorKind.MISSING, "vanished before it could be read")
-    except IsADirectoryError:
-        return FileError(found.display, ErrorKind.UNREADABLE, "is a directory")
-    except OSError as exc:
-        return FileError(found.display, ErrorKind.UNREADABLE, exc.strerror or str(exc))
+        return read_regular(found.walked, MAX_SOURCE_BYTES)
+    except Refused as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return FileError(found.display, ErrorKind.MISSING, "vanished before it could be read")
+        return FileError(found.display, ErrorKind.TOO_LARGE if isinstance(exc, TooLarge) else ErrorKind.UNREADABLE, str(exc))
 
 
 def serial_only(jobs: int | None) -> bool:
@@ -142,7 +137,12 @@ def serial_only(jobs: int | None) -> bool:
 
 
 def worker_count(jobs: int | None, tasks: int) -> int:
-    count = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    """`-j`, capped at the CPUs this process may use (more workers only compete for them and
+    multiply memory), and at the number of tasks."""
+    from offlint.pipeline.processes import usable_cpus
+
+    cpus = usable_cpus()
+    count = min(jobs, cpus) if jobs and jobs > 0 else cpus
     return max(1, min(count, tasks))
 
 
@@ -153,7 +153,15 @@ def cache_root(finder: ConfigFinder, cwd: Path) -> Path:
 
 
 def check_paths(options: CheckOptions) -> RunReport:
-    """Check every file below `options.paths`. Config errors raise ConfigError."""
+    """Check every file below `options.paths`. Config errors raise ConfigError. A SIGINT,
+    SIGTERM or SIGHUP ends the workers with the run (`processes.py`)."""
+    from offlint.pipeline.processes import ending_with_the_run
+
+    with ending_with_the_run():
+        return _check_paths(options)
+
+
+def _check_paths(options: CheckOptions) -> RunReport:
     cwd = (options.cwd or Path.cwd()).resolve()
     finder = ConfigFinder(options.config_file, fallback_root=cwd)
     report = RunReport()
@@ -448,7 +456,11 @@ def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefilte
 
 
 def _warm_up() -> None:
-    """Pool initializer: pay for libcst and the rules while the main process is still reading."""
+    """Pool initializer: die with the parent, then pay for libcst and the rules while the main
+    process is still reading."""
+    from offlint.pipeline.processes import watch_parent
+
+    watch_parent()
     import libcst  # noqa: F401
 
     import offlint.analysis.model  # noqa: F401
@@ -512,7 +524,9 @@ def _analyse_alone(job: Job) -> FileReport:
     from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as alone:
+    from offlint.pipeline.processes import watch_parent
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=watch_parent) as alone:
         try:
             return alone.submit(_analyse, job).result()
         except BrokenProcessPool:

@@ -54,6 +54,9 @@ def check_stdin(
 
 def validate_overrides(overrides: SelectionOverrides) -> None:
     """Unknown `--select/--extend-select/--ignore` selectors fail the run even with no files."""
+    if overrides.select is not None and not overrides.select:
+        # `--select ''` (an unset variable in a script) would run no rule and report success
+        raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
     codes = list(default_selection())
     for option, selectors in (
         ("--select", overrides.select or ()),

@@ -62,6 +62,8 @@ def run_fix(
     run_errors: list[FileError] = []
     written: set[str] = set()
     try:
+        if select is not None and not select:  # as `check`: no rule would run, and "nothing to fix"
+            raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
         catalogue = load_catalogue()
         codes = sorted(set(catalogue) | set(FIXABLE_RULES))
         defaults = sorted(
@@ -74,7 +76,7 @@ def run_fix(
             # only in folders of the tree: a link's target folder elsewhere is not ours to clean
             remove_stale_temps(sorted({Path(f.real).parent for f in files if inside(f.real, roots)}))
         for found in files:
-            config = finder.for_path(found.path)
+            config = finder.for_real_file(found.real)  # no stat: a folder without x must not raise
             chosen = strategy or str(config.fix.get("strategy", "auto"))
             if chosen not in STRATEGIES:
                 raise ConfigError(
