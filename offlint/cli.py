@@ -18,6 +18,7 @@ import click
 
 from offlint import __version__
 from offlint.cli_options import discovery_options
+from offlint.reporting import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
     from offlint.baseline import Baseline
@@ -141,7 +142,7 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option(
     "--output-format",
-    type=click.Choice(["full", "concise", "json", "sarif", "github"]),
+    type=click.Choice(list(OUTPUT_FORMATS)),
     default="full",
     show_default=True,
 )
@@ -344,6 +345,10 @@ def apply_check_fixes(
         )
     if code == EXIT_ERROR and not show:
         click.echo(listing.getvalue(), err=True, nl=False)  # the errors, at least
+    elif not show:
+        # files it left alone say so (a notebook), whether or not the listing was asked for
+        notes = [line for line in listing.getvalue().splitlines() if line.startswith("offlint: note:")]
+        click.echo("".join(note + "\n" for note in notes), err=True, nl=False)
     return code
 
 

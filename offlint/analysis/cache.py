@@ -440,11 +440,12 @@ def _encode(report: FileReport) -> dict[str, Any]:
                 d.note,
                 d.confidence.value,
                 _encode_fix(d.fix),
+                *([d.cell] if d.cell is not None else []),
             ]
             for d in report.diagnostics
         ]
     if report.errors:
-        entry["e"] = [[e.kind.value, e.message, e.line] for e in report.errors]
+        entry["e"] = [[e.kind.value, e.message, e.line, *([e.cell] if e.cell is not None else [])] for e in report.errors]
     if report.index:
         entry["i"] = [
             [q, c, r, [[t, inside, [list(pair) for pair in handed]] for t, inside, handed in edges]]
@@ -476,7 +477,8 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
     if "f" in entry:
         report.fixes_confirmed_at = Confidence(entry["f"])
     for row in entry.get("d", ()):
-        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row
+        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row[:13]
+        cell = row[13] if len(row) > 13 else None  # a notebook's cell
         report.diagnostics.append(
             Diagnostic(
                 path=display,
@@ -490,6 +492,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 note=None if note is None else str(note),
                 confidence=Confidence(confidence),
                 fix=_decode_fix(fix),
+                cell=None if cell is None else int(cell),
             )
         )
     report.index = tuple(
@@ -503,8 +506,14 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
         )
         for q, c, r, edges in entry.get("i", ())
     )
-    for kind, message, line in entry.get("e", ()):
+    for kind, message, line, *cell in entry.get("e", ()):
         report.errors.append(
-            FileError(display, ErrorKind(kind), str(message), None if line is None else int(line))
+            FileError(
+                display,
+                ErrorKind(kind),
+                str(message),
+                None if line is None else int(line),
+                int(cell[0]) if cell else None,
+            )
         )
     return report

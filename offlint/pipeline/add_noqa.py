@@ -12,6 +12,7 @@ from offlint.analysis.guard import compile_quietly
 from offlint.analysis.positions import ast_statement_spans
 from offlint.diagnostics import ErrorKind, FileError, RunReport
 from offlint.fixing.writes import write_if_unchanged
+from offlint.notebooks import NOTEBOOK_NOT_FIXABLE, is_notebook
 from offlint.reporting import render_run_errors
 from offlint.suppression import add_directives
 
@@ -31,6 +32,10 @@ def add_noqa(report: RunReport, cwd: Path, *, quiet: bool = False) -> int:
             continue
         display = file_report.path
         path = cwd / display
+        if is_notebook(display):
+            # its rows are its cells': a directive written by row would corrupt the JSON
+            errors.append(FileError(display, ErrorKind.WRITE, NOTEBOOK_NOT_FIXABLE))
+            continue
         wanted: dict[int, set[str]] = {}
         for diagnostic in file_report.diagnostics:
             wanted.setdefault(diagnostic.location.line, set()).add(diagnostic.code)

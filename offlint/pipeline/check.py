@@ -48,6 +48,7 @@ from offlint.diagnostics import (
     RunReport,
 )
 from offlint.discovery import Discovered, discover
+from offlint.notebooks import NotebookError, is_notebook, notebook_error, read_notebook
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -400,6 +401,14 @@ def _cached_unread(results_cache: ResultCache, found: Discovered, settings: File
 
 def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:
     """The report of a file settled without parsing (undecodable, or no possible finding)."""
+    if is_notebook(display):
+        try:
+            text = read_notebook(data).source
+        except NotebookError as exc:
+            return FileReport(path=display, errors=[notebook_error(display, exc)])
+        if not settings.select or not may_hold_hazard(text, settings):
+            return FileReport(path=display)  # a notebook is no module others import: no index
+        return None
     try:
         text = decode_source(data)
     except DecodeError as exc:
@@ -436,6 +445,18 @@ def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefilte
     """`check_source` on a deep-stack thread, inside the file's error boundary: whatever fails
     (a RecursionError, a bug) is one error of this file and the run goes on. A diagnostic is
     marked fixable only where `fix` really removes it."""
+    if is_notebook(display):
+        # its code cells are checked as one module, and each position mapped back to its cell
+        try:
+            notebook = read_notebook(data)
+        except NotebookError as exc:
+            return FileReport(path=display, errors=[notebook_error(display, exc)])
+        data = notebook.source.encode("utf-8")
+        return notebook.map_report(_guarded_module(data, display, settings, prefiltered))
+    return _guarded_module(data, display, settings, prefiltered)
+
+
+def _guarded_module(data: bytes, display: str, settings: FileSettings, prefiltered: bool) -> FileReport:
     from offlint.analysis.deep_stack import on_deep_stack
     from offlint.analysis.engine import parse_error
 
