@@ -331,6 +331,32 @@ class _Folder:
             return [entry.name for entry in listing]
 
 
+def clean_folder(path: Path) -> bool:
+    """`offlint clean`: remove a cache folder, and True when it is gone. Only a folder of this
+    user's (never through a link) that holds nothing but offlint's own files is removed: a
+    `--cache-dir` pointed at the wrong folder deletes nothing."""
+    folder = _open_folder(path)
+    if folder is None:
+        return False
+    try:
+        names = folder.names()
+        ours = {".gitignore", "CACHEDIR.TAG"}
+        if not all(name in ours or _RESULTS_NAME.match(name) or _TEMP_NAME.match(name) for name in names):
+            return False
+        for name in names:
+            if _own_regular(folder.lstat(name)):
+                folder.unlink(name)
+    except OSError:
+        return False
+    finally:
+        _close_folder(folder)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
+
+
 def _own_regular(info: os.stat_result) -> bool:
     return stat.S_ISREG(info.st_mode) and (not hasattr(os, "geteuid") or info.st_uid == os.geteuid())
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from offlint.analysis.cache import ResultCache, content_digest, result_key
+from offlint.analysis.cache import CACHE_DIR_NAME, ResultCache, content_digest, result_key
 from offlint.analysis.callgraph import marks_of_unanalysed
 from offlint.analysis.engine import (
     DecodeError,
@@ -73,6 +73,7 @@ class CheckOptions:
     cwd: Path | None = None
     use_cache: bool = True
     front_end: str = "skeleton"  # FileSettings.front_end: "skeleton", or "libcst" (--parser libcst)
+    cache_dir: Path | None = None  # --cache-dir; None: .offlint_cache in the project root
 
 
 def settings_for(
@@ -147,10 +148,13 @@ def worker_count(jobs: int | None, tasks: int) -> int:
     return max(1, min(count, tasks))
 
 
-def cache_root(finder: ConfigFinder, cwd: Path) -> Path:
-    """The project root (the folder of the configuration that applies to cwd), else cwd."""
-    config = finder.for_path(cwd)
-    return config.root if config.source is not None else cwd
+def cache_folder(finder: ConfigFinder, paths: Sequence[Path], cwd: Path, cache_dir: Path | None = None) -> Path:
+    """`--cache-dir` (or OFFLINT_CACHE_DIR), else `.offlint_cache` in the project root of the
+    first path checked (`ConfigFinder.project_root`), not in the working directory: the same tree
+    checked from another folder finds its cache warm."""
+    if cache_dir is not None:
+        return cache_dir
+    return finder.project_root(paths[0] if paths else cwd) / CACHE_DIR_NAME
 
 
 def check_paths(options: CheckOptions) -> RunReport:
@@ -167,7 +171,7 @@ def check_paths(options: CheckOptions) -> RunReport:
     results_cache: ResultCache | None = None
     if options.use_cache:
         with clock("cache"):
-            results_cache = ResultCache.at(cache_root(finder, cwd))
+            results_cache = ResultCache(cache_folder(finder, options.paths, cwd, options.cache_dir))
     settings_of = _SettingsMemo(finder, options.overrides, options.front_end)
     serial = serial_only(options.jobs)
     pool: _Pool | None = None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from offlint.analysis.cache import CACHE_DIR_NAME
 from offlint.analysis.engine import DecodeError, decode_source
 from offlint.catalogue import CatalogueError, default_selection
 from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
@@ -15,12 +16,48 @@ from offlint.diagnostics import RunReport
 from offlint.pipeline.check import (
     CheckOptions,
     below_floor_hidden,
+    cache_folder,
     check_paths,
     guarded_check,
     settings_for,
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def cache_location(finder: ConfigFinder, paths: tuple[Path, ...], cache_dir: Path | None) -> Path:
+    """The cache folder a check of `paths` uses (what `-v` and `--show-settings` print)."""
+    return cache_folder(finder, paths, Path.cwd().resolve(), cache_dir)
+
+
+def clean_caches(root: Path, cache_dir: Path | None = None) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """`offlint clean`: every `.offlint_cache` folder below `root` (the walk follows no link), and
+    `cache_dir` when it lies below `root`; nothing outside `root`. Returns what was removed and
+    what was left, with why (a folder holding files that are not offlint's is never emptied)."""
+    import os
+
+    from offlint.analysis.cache import clean_folder
+
+    root = root.resolve()
+    found: list[Path] = []
+    for folder, subfolders, _ in os.walk(root):
+        if CACHE_DIR_NAME in subfolders:
+            found.append(Path(folder) / CACHE_DIR_NAME)
+        subfolders[:] = [name for name in subfolders if name not in (CACHE_DIR_NAME, ".git")]
+    left: list[tuple[Path, str]] = []
+    if cache_dir is not None and cache_dir.exists():
+        chosen = cache_dir.resolve()
+        if chosen == root or root not in chosen.parents:
+            left.append((cache_dir, f"outside the project root {root}"))
+        elif chosen not in found:
+            found.append(chosen)
+    removed: list[Path] = []
+    for cache in found:
+        if clean_folder(cache):
+            removed.append(cache)
+        else:
+            left.append((cache, "a link, not this user's, or holding files that are not offlint's"))
+    return removed, left
 
 
 def exit_code_for(report: RunReport) -> int:
