@@ -455,3 +455,48 @@ def test_show_settings_names_the_cache(repo: Path, monkeypatch: pytest.MonkeyPat
     code, out, _ = run(repo / "python", monkeypatch, "check", "--show-settings", ".")
     assert code == 0
     assert re.search(rf"^cache +{re.escape(str(repo / '.offlint_cache'))}$", out, re.MULTILINE)
+
+
+def test_a_suppression_in_a_cell_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = hazard_notebook(tmp_path / "nb.ipynb")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    lines = document["cells"][2]["source"]
+    lines[2] = lines[2].rstrip("\n") + "  # offlint: ignore[OFL105]\n"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    _, out, _ = check(tmp_path, monkeypatch, "--output-format", "concise")
+    assert "cell 3:3:5" not in out and "cell 3:5:12" in out
+
+
+def test_a_notebook_on_stdin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = hazard_notebook(tmp_path / "nb.ipynb").read_text(encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--stdin-filename", "piped.ipynb", "--output-format", "full"], input=data)
+    assert result.exit_code == 1
+    assert "piped.ipynb:cell 3:3:5: OFL105" in result.stdout
+    assert "3 |     torch.cuda.synchronize()" in result.stdout  # the frame from the piped cells
+
+
+# ----------------------------------------------------------------------------- docs in step
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_every_output_format_is_documented() -> None:
+    from offlint.reporting import OUTPUT_FORMATS
+
+    text = (DOCS / "output-formats.md").read_text(encoding="utf-8")
+    assert sorted(re.findall(r"^## `([a-z][a-z-]*)`", text, re.MULTILINE)) == sorted(OUTPUT_FORMATS)
+
+
+def test_every_configuration_option_is_documented() -> None:
+    import click
+
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    command = main.get_command(click.Context(main), "check")
+    assert command is not None
+    for name in ("--config", "--isolated", "--exclude", "--extend-exclude", "--per-file-ignores", "--cache-dir",
+                 "OFFLINT_CACHE_DIR", "offlint clean", "--exit-zero", "--silent", "--no-cache", "--verbose"):
+        assert name in text, name
+        if name.startswith("--"):
+            assert any(name in param.opts for param in command.params), name
