@@ -482,10 +482,12 @@ class ConfigFinder:
         it, else the top of its git repository, else the working directory (`fallback_root`). The same tree checked from anywhere has the same root."""
         if self.explicit is not None and self.explicit.source is not None:
             return self.explicit.source.parent
-        config = self.for_path(path)
+        # os.path.realpath, unlike Path.resolve on 3.10/3.11, never raises on a symlink loop
+        real = os.path.realpath(path)
+        folder = Path(real if os.path.isdir(real) else os.path.dirname(real))
+        config = self.for_real_folder(str(folder))
         if config.source is not None:
             return config.root
-        folder = path.resolve()
         for candidate in (folder, *folder.parents):
             if os.path.lexists(candidate / ".git"):
                 return candidate
