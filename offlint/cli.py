@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from offlint import __version__
-from offlint.cli_options import discovery_options
+from offlint.cli_options import config_options, discovery_options
+from offlint.reporting import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
     from offlint.baseline import Baseline
-    from offlint.config import ConfigFinder, SelectionOverrides
+    from offlint.config import ConfigFinder, DiscoveryOverrides, SelectionOverrides
     from offlint.diagnostics import RunReport
 
 EXIT_CLEAN = 0
@@ -34,6 +35,7 @@ _LAZY_COMMANDS = {
     "probe": ("offlint.probing.command", "probe_command"),
     "rule": ("offlint.cli", "rule_command"),
     "rules": ("offlint.cli", "rules_command"),
+    "clean": ("offlint.cli", "clean_command"),
 }
 _HELP = {
     "check": "Find CUDA-graph capture hazards in Python files.",
@@ -41,6 +43,7 @@ _HELP = {
     "probe": "Run an offloader under CUDA graph capture on a GPU and measure it.",
     "rule": "Show the documentation of one rule.",
     "rules": "List every rule.",
+    "clean": "Remove the cache folders of a project.",
 }
 
 
@@ -141,13 +144,13 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option(
     "--output-format",
-    type=click.Choice(["full", "concise", "json", "sarif", "github"]),
+    type=click.Choice(list(OUTPUT_FORMATS)),
     default="full",
     show_default=True,
 )
 @click.option("-o", "--output-file", type=click.Path(path_type=Path), help="Write the report here instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of each diagnostic.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when diagnostics are found.")
+@click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when diagnostics are found.")
 @click.option(
     "--min-confidence",
     type=click.Choice(["high", "medium", "low"]),
@@ -155,10 +158,16 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
     "high: from a capture region in the tree; medium: the forward path of offloader-style code; "
     "low: any method of a class that holds streams or events.",
 )
-@click.option("--config", "config_file", type=click.Path(path_type=Path), help="Use this pyproject.toml / offlint.toml.")
+@config_options
 @click.option("--stdin-filename", help="Name (and config location) of source read from `-`; without PATHS, read stdin.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: number of cores).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write .offlint_cache.")
+@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="OFFLINT_CACHE_DIR",
+    help="Keep the cache here [env: OFFLINT_CACHE_DIR] (default: .offlint_cache in the project root).",
+)
 @click.option("--timings", is_flag=True, help="Print where the time went (stderr).")
 @click.option(
     "--color/--no-color",
@@ -194,6 +203,7 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
 @click.option("--show-settings", is_flag=True, help="Show the settings the first PATH is checked with, then exit.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the report and run errors only (no summary).")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing (the exit code still says 1 for findings, 2 for errors).")
 @click.option("-v", "--verbose", is_flag=True, help="Also say which config files apply, what was skipped, and the time.")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes (writes files), then report what is left.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: the unsafe fixes too (`offlint rules` lists each's safety).")
@@ -209,10 +219,15 @@ def check_command(
     statistics: bool,
     exit_zero: bool,
     min_confidence: str | None,
-    config_file: Path | None,
+    config_values: tuple[str, ...],
+    isolated: bool,
+    exclude: tuple[str, ...],
+    extend_exclude: tuple[str, ...],
+    per_file_ignores: tuple[str, ...],
     stdin_filename: str | None,
     jobs: int | None,
     no_cache: bool,
+    cache_dir: Path | None,
     timings: bool,
     color: bool | None,
     parser: str,
@@ -224,6 +239,7 @@ def check_command(
     show_settings: bool,
     show_files: bool,
     quiet: bool,
+    silent: bool,
     verbose: bool,
     fix: bool,
     unsafe_fixes: bool,
@@ -231,8 +247,23 @@ def check_command(
     diff: bool,
 ) -> None:
     """Find CUDA-graph capture hazards in PATHS (files, folders, or - for stdin)."""
-    if quiet and verbose:
-        fail("-q/--quiet and -v/--verbose cannot be combined")
+    if (quiet or silent) and verbose:
+        fail(f"{'-s/--silent' if silent else '-q/--quiet'} and -v/--verbose cannot be combined")
+    from offlint.cli_options import command_line_config
+    from offlint.config import ConfigError
+
+    try:
+        config_file, config_overrides = command_line_config(
+            config_values,
+            isolated=isolated,
+            exclude=exclude,
+            extend_exclude=extend_exclude,
+            per_file_ignores=per_file_ignores,
+            respect_gitignore=respect_gitignore,
+            force_exclude=force_exclude,
+        )
+    except ConfigError as exc:
+        fail(str(exc))
     if fix and diff:
         fail("--fix and --diff cannot be combined (--diff writes nothing)")
     if (unsafe_fixes or show_fixes) and not (fix or diff):
@@ -253,9 +284,9 @@ def check_command(
     if fix or diff:
         if Path("-") in paths:
             fail("--fix and --diff need files: stdin cannot be rewritten")
-        from offlint.config import DiscoveryOverrides, discovery_overrides
+        from offlint.config import discovery_overrides
 
-        with discovery_overrides(DiscoveryOverrides(respect_gitignore=respect_gitignore, force_exclude=force_exclude)):
+        with discovery_overrides(config_overrides):
             fixed = apply_check_fixes(
                 paths,
                 write=fix,
@@ -282,6 +313,7 @@ def check_command(
             stdin_filename=stdin_filename,
             jobs=jobs,
             use_cache=not no_cache,
+            cache_dir=cache_dir,
             timings=timings,
             color=color,
             front_end="libcst" if parser == "libcst" else "skeleton",
@@ -294,7 +326,9 @@ def check_command(
             show_settings=show_settings,
             show_files=show_files,
             quiet=quiet,
+            silent=silent,
             verbose=verbose,
+            config_overrides=config_overrides,
         )
     )
     if exit_zero and code == EXIT_FINDINGS:
@@ -344,6 +378,10 @@ def apply_check_fixes(
         )
     if code == EXIT_ERROR and not show:
         click.echo(listing.getvalue(), err=True, nl=False)  # the errors, at least
+    elif not show:
+        # files it left alone say so (a notebook), whether or not the listing was asked for
+        notes = [line for line in listing.getvalue().splitlines() if line.startswith("offlint: note:")]
+        click.echo("".join(note + "\n" for note in notes), err=True, nl=False)
     return code
 
 
@@ -362,6 +400,7 @@ class CheckRequest:
     stdin_filename: str | None = None
     jobs: int | None = None
     use_cache: bool = True
+    cache_dir: Path | None = None
     timings: bool = False
     color: bool | None = None
     front_end: str = "skeleton"
@@ -374,7 +413,10 @@ class CheckRequest:
     show_settings: bool = False
     show_files: bool = False
     quiet: bool = False
+    silent: bool = False
     verbose: bool = False
+    # --config KEY=VALUE, --isolated, --exclude & co.; None: only the two discovery flags above
+    config_overrides: DiscoveryOverrides | None = None
 
 
 def run_check(request: CheckRequest) -> int:
@@ -394,7 +436,9 @@ def run_check(request: CheckRequest) -> int:
         ignore=request.ignore,
         min_confidence=request.min_confidence,
     )
-    discovery = DiscoveryOverrides(respect_gitignore=request.respect_gitignore, force_exclude=request.force_exclude)
+    discovery = request.config_overrides or DiscoveryOverrides(
+        respect_gitignore=request.respect_gitignore, force_exclude=request.force_exclude
+    )
     stdin = any(str(p) == "-" for p in request.paths)
     try:
         with discovery_overrides(discovery):
@@ -440,6 +484,7 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
                 jobs=request.jobs,
                 use_cache=request.use_cache,
                 front_end=request.front_end,
+                cache_dir=request.cache_dir,
             )
         )
     report.timings.setdefault("total", time.perf_counter() - started)
@@ -452,10 +497,13 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
 
     to_terminal = request.output_file is None and sys.stdout.isatty()
     color = use_color(request.color, to_terminal)
+    if request.silent and request.output_file is None:
+        return exit_code_for(report)  # -s: nothing printed, the exit code says it all
     if request.statistics:
         text = render_statistics(report, request.output_format)
     else:
-        text = render(report, request.output_format, root=cwd, color=color, sources=sources)
+        project = _finder(request).project_root(request.paths[0]) if not stdin_run(request) else cwd
+        text = render(report, request.output_format, root=cwd, color=color, sources=sources, project_root=project)
     if request.output_file is not None:
         try:
             request.output_file.write_text(text, encoding="utf-8")
@@ -465,7 +513,9 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
     elif text:
         # color=: click strips escape codes from non-terminals, which would undo --color
         click.echo(text, nl=not text.endswith("\n"), color=color)
-    if request.quiet:
+    if request.silent:
+        pass  # -s with -o FILE: the report is written, nothing printed
+    elif request.quiet:
         click.echo(render_run_errors(report), err=True, nl=False)
     else:
         click.echo(render_summary(report), err=True, nl=False)
@@ -522,7 +572,7 @@ def _show_settings(request: CheckRequest, overrides: SelectionOverrides) -> int:
         ("respect-gitignore", str(config.respect_gitignore).lower()),
         ("capture-reachable", ", ".join(config.capture_reachable) or "(none)"),
         ("parser", "libcst" if request.front_end == "libcst" else "cpython"),
-        ("cache", "off" if not request.use_cache else "on"),
+        ("cache", _cache_shown(request, _finder(request))),
         ("output-format", request.output_format),
     ]
     width = max(len(name) for name, _ in rows)
@@ -531,31 +581,55 @@ def _show_settings(request: CheckRequest, overrides: SelectionOverrides) -> int:
     return EXIT_CLEAN
 
 
+def stdin_run(request: CheckRequest) -> bool:
+    return any(str(p) == "-" for p in request.paths)
+
+
+def _cache_shown(request: CheckRequest, finder: ConfigFinder) -> str:
+    if not request.use_cache or stdin_run(request):
+        return "off"
+    from offlint.pipeline.check_command import cache_location
+
+    return str(cache_location(finder, request.paths, request.cache_dir))
+
+
 def _verbose_lines(request: CheckRequest, report: RunReport, seconds: float) -> str:
-    """`-v`: the config files in use, the named files force-exclude skipped, counts and time."""
+    """`-v`: where the project and its cache are, the config files in use, the named files
+    force-exclude skipped, and what became of the files (analysed, reused, settled)."""
     from offlint.discovery import discover
 
     finder = _finder(request)
     skipped: list[str] = []
     lines: list[str] = []
-    if not any(str(p) == "-" for p in request.paths):
+    if not stdin_run(request):
+        lines.append(f"offlint: project root {finder.project_root(request.paths[0])}")
+        lines.append(f"offlint: cache {_cache_shown(request, finder)}")
         files, _ = discover(list(request.paths), finder, Path.cwd().resolve(), skipped)
         configs: dict[str, int] = {}
         for found in files:
             source = finder.for_real_file(found.real).source
-            key = str(source) if source else "defaults (no [tool.offlint] table)"
+            key = str(source) if source else "none (defaults)"
             configs[key] = configs.get(key, 0) + 1
+        if finder.overrides.isolated:
+            lines.append("offlint: --isolated: no config file read")
         for where, count in sorted(configs.items()):
             lines.append(f"offlint: config {where}: {count} file{'s' if count != 1 else ''}")
+        if finder.overrides.settings or finder.overrides.extend_exclude:
+            keys = sorted({*finder.overrides.settings, *(["extend-exclude"] if finder.overrides.extend_exclude else [])})
+            lines.append(f"offlint: set on the command line: {', '.join(keys)}")
         for shown in skipped:
             lines.append(f"offlint: skipped {shown}: excluded by configuration (--no-force-exclude checks it)")
-    parsed = report.files_parsed
-    cached = sum(1 for f in report.files if f.cached)
     count = len(report.files)
-    lines.append(
-        f"offlint: {count} file{'s' if count != 1 else ''} checked ({parsed} parsed, {cached} from cache)"
-        f" in {seconds:.2f} s"
-    )
+    cached = sum(1 for f in report.files if f.cached)
+    analysed = sum(1 for f in report.files if f.parsed and not f.cached)
+    settled = count - cached - analysed
+    parts = [f"{analysed} analysed"]
+    if cached:
+        unread = f", {report.unread} of them unchanged since the last run and not read" if report.unread else ""
+        parts.append(f"{cached} reused from the cache{unread}")
+    if settled:
+        parts.append(f"{settled} without possible hazards (not parsed)")
+    lines.append(f"offlint: {count} file{'s' if count != 1 else ''} checked in {seconds:.2f} s: {'; '.join(parts)}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -584,6 +658,36 @@ def _add_noqa(request: CheckRequest, report: RunReport, cwd: Path) -> int:
 
     roots = [os.path.realpath(path) for path in request.paths]  # as `fix`'s tree_roots
     return add_noqa(report, cwd, roots, quiet=request.quiet)
+
+
+@click.command("clean")
+@click.argument("path", required=False, type=click.Path(path_type=Path), default=".")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="OFFLINT_CACHE_DIR",
+    help="A cache folder set with check's --cache-dir [env: OFFLINT_CACHE_DIR], removed too when in the project.",
+)
+@click.option("--config", "config_file", type=click.Path(path_type=Path), help="The config file check was run with.")
+def clean_command(path: Path, cache_dir: Path | None, config_file: Path | None) -> None:
+    """Remove the cache folders (`.offlint_cache`) under the project root of PATH (default: .).
+    Nothing outside the project root is touched."""
+    from offlint.config import ConfigError, ConfigFinder
+    from offlint.pipeline.check_command import clean_caches
+
+    if not path.exists():
+        fail(f"{path}: no such file or directory")
+    try:
+        root = ConfigFinder(config_file, fallback_root=Path.cwd()).project_root(path)
+    except ConfigError as exc:
+        fail(str(exc))
+    removed, left = clean_caches(root, cache_dir)
+    for folder in removed:
+        click.echo(f"Removed {folder}")
+    for folder, why in left:
+        click.echo(f"offlint: warning: left {folder}: {why}", err=True)
+    if not removed and not left:
+        click.echo(f"No cache under {root}.")
 
 
 @click.command("rule")

@@ -1,4 +1,5 @@
-"""`[tool.offlint]` configuration: discovery (nearest pyproject.toml above each file), validation
+"""`[tool.offlint]` configuration: discovery (the closest `.offlint.toml`, `offlint.toml` or
+pyproject.toml with a `[tool.offlint]` table above each file), command-line overrides, validation
 (unknown keys and bad values are errors naming the file, the line and the key, with a suggestion
 for a misspelt key), and rule selection."""
 
@@ -71,6 +72,20 @@ class Config:
     min_confidence: str | None = None  # "high" | "medium" | "low"
     probe: dict[str, Any] = field(default_factory=dict)
     fix: dict[str, Any] = field(default_factory=dict)
+    # the table as written (command-line overrides are merged into it), and the line of each
+    # selection key in `source`, for errors found only when the selection is resolved
+    table: dict[str, Any] = field(default_factory=dict, compare=False)
+    key_lines: dict[str, int] = field(default_factory=dict, compare=False)
+    from_command_line: frozenset[str] = frozenset()  # keys `--config KEY=VALUE` & co. set
+
+    def where(self, key: str) -> str:
+        """`file:line` of `key` for an error line, `file` when its line is unknown."""
+        if key in self.from_command_line:
+            return "--config"
+        if self.source is None:
+            return "configuration"
+        line = self.key_lines.get(key)
+        return f"{self.source}:{line}" if line else str(self.source)
 
     def is_excluded(self, path: Path) -> bool:
         return _matches_any(path, self.root, self.exclude)
@@ -254,9 +269,17 @@ def parse_config(
         aliases = {"gpus": "gpu"}
         unknown = {key: raw for raw, key in spelt.items() if aliases.get(key, key) not in probe_keys}
         check.unknown({raw: None for raw in unknown.values()}, probe_keys, ("probe",), "[tool.offlint.probe]")
+    lines = check.lines
+    key_lines: dict[str, int] = {
+        key: line
+        for key in ("select", "ignore", "extend-select", "per-file-ignores")
+        if key in table and (line := lines.line_of(key)) is not None
+    }
     return Config(
         root=source.parent,
         source=source,
+        table=table,
+        key_lines=key_lines,
         select=check.selectors("select", table["select"]) if "select" in table else None,
         ignore=check.selectors("ignore", table.get("ignore", [])),
         extend_select=check.selectors("extend-select", table.get("extend-select", [])),
@@ -317,18 +340,76 @@ def load_config_file(path: Path) -> Config:
 
 @dataclass(frozen=True)
 class DiscoveryOverrides:
-    """Command-line values of the discovery keys (`--no-respect-gitignore`, `--no-force-exclude`):
-    None leaves each config's own value."""
+    """What the command line says about configuration, over every config file found (as ruff's
+    overrides): the discovery flags (`--no-respect-gitignore`, `--no-force-exclude`; None leaves
+    each config's value), `--config KEY=VALUE` and `--exclude` / `--per-file-ignores` (`settings`,
+    a `[tool.offlint]` table whose keys replace the file's), `--extend-exclude` (added to the
+    file's), and `--isolated` (no config file is read at all)."""
 
     respect_gitignore: bool | None = None
     force_exclude: bool | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    extend_exclude: tuple[str, ...] = ()
+    isolated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.settings:  # wrong keys or values fail the run once, naming `--config`
+            parse_config(self.settings, Path("--config"), None, ())
 
     def apply(self, config: Config) -> Config:
+        if self.settings or self.extend_exclude:
+            table = _merge(config.table, self.settings)
+            if self.extend_exclude:
+                table["extend-exclude"] = [*table.get("extend-exclude", []), *self.extend_exclude]
+            merged = parse_config(table, config.source or Path("--config"), None)
+            config = dataclasses.replace(
+                merged,
+                root=config.root,
+                source=config.source,
+                key_lines=config.key_lines,
+                from_command_line=frozenset(self.settings),
+            )
         return dataclasses.replace(
             config,
             respect_gitignore=config.respect_gitignore if self.respect_gitignore is None else self.respect_gitignore,
             force_exclude=config.force_exclude if self.force_exclude is None else self.force_exclude,
         )
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over`'s keys replace `base`'s; a table in both (`fix`, `probe`) is merged key by key."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """`--config KEY=VALUE`: one TOML line (`select = ["OFL101"]`, `fix.strategy = "inline"`) as
+    a `[tool.offlint]` table, as ruff reads its `--config` overrides."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"--config {text!r}: neither a config file nor a TOML `key = value` ({exc})"
+        ) from None
+    if len(table) != 1:
+        raise ConfigError(f"--config {text!r}: give one `key = value` per --config")
+    return table
+
+
+def parse_per_file_ignores(values: Sequence[str]) -> dict[str, list[str]]:
+    """`--per-file-ignores GLOB:CODE[,CODE...]` (as ruff's) as the config's table."""
+    table: dict[str, list[str]] = {}
+    for value in values:
+        glob, sep, codes = value.rpartition(":")
+        if not sep or not glob or not codes.strip():
+            raise ConfigError(f"--per-file-ignores {value!r}: expected GLOB:CODE[,CODE...]")
+        table.setdefault(glob, []).extend(code.strip() for code in codes.split(",") if code.strip())
+    return table
 
 
 # set by the command line for the length of one run: discovery is shared by `check` and `fix`,
@@ -345,12 +426,20 @@ def discovery_overrides(overrides: DiscoveryOverrides) -> Iterator[None]:
         _DISCOVERY_OVERRIDES.reset(token)
 
 
+# the files a folder's configuration may be in, first found wins (ruff's order: `.ruff.toml`,
+# `ruff.toml`, `pyproject.toml`); a pyproject.toml counts only when it has a [tool.offlint] table
+CONFIG_FILE_NAMES = (".offlint.toml", "offlint.toml", "pyproject.toml")
+
+
 class ConfigFinder:
-    """Nearest `pyproject.toml` with a `[tool.offlint]` table above a path (cached per folder)."""
+    """The configuration of each path: the closest folder at or above it holding one of
+    `CONFIG_FILE_NAMES` (cached per folder); the files of one folder are not merged."""
 
     def __init__(self, explicit: Path | None = None, fallback_root: Path | None = None) -> None:
         root = (fallback_root or Path.cwd()).resolve()
         self.overrides = _DISCOVERY_OVERRIDES.get() or DiscoveryOverrides()
+        if self.overrides.isolated and explicit is not None:
+            raise ConfigError("--isolated and --config FILE cannot be combined (--isolated reads no config file)")
         # as ruff does: globs of a `--config FILE` are relative to the working directory
         self.explicit = (
             self.overrides.apply(dataclasses.replace(load_config_file(explicit), root=root))
@@ -383,17 +472,42 @@ class ConfigFinder:
         cached = self._by_dir.get(folder)
         if cached is not None:
             return cached
-        candidate = os.path.join(folder, "pyproject.toml")
         config: Config | None = None
         parent = os.path.dirname(folder)
-        if os.path.isfile(candidate) and _has_offlint_table(Path(candidate)):
-            config = self.overrides.apply(load_config_file(Path(candidate)))
+        found = None if self.overrides.isolated else _config_file_in(folder)
+        if found is not None:
+            config = self.overrides.apply(load_config_file(found))
         elif parent != folder:
             config = self._for_dir(parent)
         else:
             config = self.fallback
         self._by_dir[folder] = config
         return config
+
+
+    def project_root(self, path: Path) -> Path:
+        """Where a run on `path` keeps its cache: the folder of the config file that applies to
+        it, else the top of its git repository, else the working directory (`fallback_root`). The same tree checked from anywhere has the same root."""
+        if self.explicit is not None and self.explicit.source is not None:
+            return self.explicit.source.parent
+        # os.path.realpath, unlike Path.resolve on 3.10/3.11, never raises on a symlink loop
+        real = os.path.realpath(path)
+        folder = Path(real if os.path.isdir(real) else os.path.dirname(real))
+        config = self.for_real_folder(str(folder))
+        if config.source is not None:
+            return config.root
+        for candidate in (folder, *folder.parents):
+            if os.path.lexists(candidate / ".git"):
+                return candidate
+        return self.fallback.root
+
+
+def _config_file_in(folder: str) -> Path | None:
+    for name in CONFIG_FILE_NAMES:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and (name != "pyproject.toml" or _has_offlint_table(Path(candidate))):
+            return Path(candidate)
+    return None
 
 
 def _has_offlint_table(path: Path) -> bool:
@@ -443,18 +557,19 @@ def resolve_selection(
     replaces the config's select and extend-select (its ignore still applies), `--extend-select`
     adds even what the config ignores, `--ignore` removes. `per-file-ignores` always win.
     """
-    where = str(config.source) if config.source else "configuration"
     config_select = (
-        expand_selectors(config.select, all_codes, where) if config.select is not None else set(default_codes)
+        expand_selectors(config.select, all_codes, config.where("select"))
+        if config.select is not None
+        else set(default_codes)
     )
-    config_select |= expand_selectors(config.extend_select, all_codes, where)
+    config_select |= expand_selectors(config.extend_select, all_codes, config.where("extend-select"))
     if overrides.select is not None:
         chosen = expand_selectors(overrides.select, all_codes, "--select")
     else:
         chosen = config_select
-    chosen -= expand_selectors(config.ignore, all_codes, where)
+    chosen -= expand_selectors(config.ignore, all_codes, config.where("ignore"))
     chosen |= expand_selectors(overrides.extend_select, all_codes, "--extend-select")
     chosen -= expand_selectors(overrides.ignore, all_codes, "--ignore")
     if path is not None:
-        chosen -= expand_selectors(config.ignores_for(path), all_codes, where)
+        chosen -= expand_selectors(config.ignores_for(path), all_codes, config.where("per-file-ignores"))
     return frozenset(chosen)

@@ -109,10 +109,18 @@ class Diagnostic:
     # what `fix` changes for this finding: set by the pipeline where a fixer plans it (then and
     # only then the diagnostic stays fixable, [*]); None before that, and where none is planned
     fix: Fix | None = None
+    # the notebook cell (1-based) the location is in, whose own rows it counts; None in a .py
+    cell: int | None = None
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.location.line, self.location.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.location.line, self.location.column, self.code)
+
+    @property
+    def position(self) -> str:
+        """`line:col`, or `cell N:line:col` in a notebook (ruff's notation)."""
+        where = f"{self.location.line}:{self.location.column}"
+        return where if self.cell is None else f"cell {self.cell}:{where}"
 
     @property
     def fixable(self) -> bool:
@@ -136,9 +144,11 @@ class FileError:
     kind: ErrorKind
     message: str
     line: int | None = None
+    cell: int | None = None  # the notebook cell `line` counts in; None in a .py
 
     def one_line(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        where = f"{self.path}:{cell}{self.line}" if self.line else self.path
         return f"{where}: {self.kind.value}: {self.message}"
 
 
@@ -179,7 +189,7 @@ class RunReport:
     @property
     def all_errors(self) -> list[FileError]:
         found = list(self.errors) + [e for f in self.files for e in f.errors]
-        return sorted(found, key=lambda e: (e.path, e.line or 0, e.kind.value))
+        return sorted(found, key=lambda e: (e.path, e.cell or 0, e.line or 0, e.kind.value))
 
     @property
     def files_parsed(self) -> int:

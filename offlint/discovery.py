@@ -1,4 +1,4 @@
-"""Which files a run looks at: `*.py` below the given paths, minus what is never source.
+"""Which files a run looks at: `*.py` and `*.ipynb` below the given paths, minus what is never source.
 
 Shared by `check` and `fix`. Folders are walked without following links (no symlink loops),
 skipping VCS and build folders, virtual environments, the configured `exclude` globs and what git
@@ -48,6 +48,10 @@ SKIPPED_DIRS = frozenset(
         ".eggs",
     }
 )
+
+
+# Python files, and Jupyter notebooks (checked cell by cell: notebooks.py)
+CHECKED_SUFFIXES = (".py", ".ipynb")
 
 
 class Discovered(NamedTuple):
@@ -313,7 +317,7 @@ def _walk_folders(
                     continue
                 below.append((full, real_below))
                 continue
-            if not name.endswith(".py"):
+            if not name.endswith(CHECKED_SUFFIXES):
                 continue
             full = entry.path
             real = os.path.join(real_folder, name)

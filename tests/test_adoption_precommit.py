@@ -82,7 +82,10 @@ def test_the_manifest_is_valid_for_pre_commit() -> None:
     assert found["offlint"]["entry"] == "offlint check --force-exclude"
     assert found["offlint-fix"]["entry"] == "offlint fix --apply"
     for hook in found.values():
-        assert (hook["language"], hook["types"], hook["require_serial"]) == ("python", ["python"], True)
+        assert (hook["language"], hook["require_serial"]) == ("python", True)
+    # check reads notebooks too (cell by cell); fix leaves them alone, so its hook is not given them
+    assert found["offlint"]["types_or"] == ["python", "jupyter"] and "types" not in found["offlint"]
+    assert found["offlint-fix"]["types"] == ["python"]
 
 
 def test_there_is_no_unsafe_fixes_flag_to_opt_into() -> None:

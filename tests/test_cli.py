@@ -257,6 +257,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "fix": None,
             "note": "capture-reachable: called inside a CUDA graph capture region",
             "confidence": "high",
+            "cell": None,
         },
         {
             "code": "OFL105",
@@ -268,6 +269,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "fix": None,
             "note": "capture-reachable: called inside a CUDA graph capture region",
             "confidence": "high",
+            "cell": None,
         },
         {
             "code": "OFL101",
@@ -280,6 +282,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "note": "capture-reachable: forward path of offloader-style class Prefetcher: it keeps a CUDA"
             " stream or event in self.copy_stream",
             "confidence": "medium",
+            "cell": None,
         },
         {
             "code": "OFL204",
@@ -291,6 +294,7 @@ def test_json_format_field_by_field(project: Path) -> None:
             "fix": {"applicability": "safe", "message": FIX_RECORD, "edits": EDITS_RECORD},
             "note": None,  # OFL204 does not depend on capture-reachability
             "confidence": "high",
+            "cell": None,
         },
     ]
     assert document["errors"] == []
@@ -680,6 +684,7 @@ def test_unreadable_file_next_to_a_good_file(project: Path) -> None:
         "kind": "unreadable",
         "message": "Input/output error",
         "row": None,
+        "cell": None,
     }
 
 

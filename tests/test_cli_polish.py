@@ -135,7 +135,9 @@ def test_verbose_says_which_config_applies_and_how_long(project: Path) -> None:
     lines = result.stderr.splitlines()
     assert f"offlint: config {(project / 'pyproject.toml').resolve()}: 2 files" in lines
     assert "offlint: skipped gen/made.py: excluded by configuration (--no-force-exclude checks it)" in lines
-    assert re.fullmatch(r"offlint: 2 files checked \(1 parsed, 0 from cache\) in \d+\.\d\d s", lines[-1])
+    assert re.fullmatch(
+        r"offlint: 2 files checked in \d+\.\d\d s: 1 analysed; 1 without possible hazards \(not parsed\)", lines[-1]
+    )
 
 
 def test_quiet_and_verbose_conflict(project: Path) -> None:

@@ -226,6 +226,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
         "fix": {"applicability": "unsafe", "message": "Skip the wait", "edits": []},  # no edits: not confirmed by a fixer
         "note": None,
         "confidence": "high",
+        "cell": None,  # a notebook's cell
     }
     assert document["diagnostics"][0]["fix"] is None
     assert document["diagnostics"][2]["fix"]["applicability"] == "safe"
@@ -235,12 +236,14 @@ def test_json_fields(report: RunReport, root: Path) -> None:
             "kind": "missing-path",
             "message": "no such file or directory",
             "row": None,
+            "cell": None,
         },
         {
             "filename": "pkg/broken.py",
             "kind": "syntax-error",
             "message": "invalid syntax",
             "row": 4,
+            "cell": None,
         },
     ]
     assert document["summary"] == {"diagnostics": 3, "fixable": 2, "errors": 2, "files": 3}

@@ -331,6 +331,32 @@ class _Folder:
             return [entry.name for entry in listing]
 
 
+def clean_folder(path: Path) -> bool:
+    """`offlint clean`: remove a cache folder, and True when it is gone. Only a folder of this
+    user's (never through a link) that holds nothing but offlint's own files is removed: a
+    `--cache-dir` pointed at the wrong folder deletes nothing."""
+    folder = _open_folder(path)
+    if folder is None:
+        return False
+    try:
+        names = folder.names()
+        ours = {".gitignore", "CACHEDIR.TAG"}
+        if not all(name in ours or _RESULTS_NAME.match(name) or _TEMP_NAME.match(name) for name in names):
+            return False
+        for name in names:
+            if _own_regular(folder.lstat(name)):
+                folder.unlink(name)
+    except OSError:
+        return False
+    finally:
+        _close_folder(folder)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
+
+
 def _own_regular(info: os.stat_result) -> bool:
     return stat.S_ISREG(info.st_mode) and (not hasattr(os, "geteuid") or info.st_uid == os.geteuid())
 
@@ -440,11 +466,12 @@ def _encode(report: FileReport) -> dict[str, Any]:
                 d.note,
                 d.confidence.value,
                 _encode_fix(d.fix),
+                *([d.cell] if d.cell is not None else []),
             ]
             for d in report.diagnostics
         ]
     if report.errors:
-        entry["e"] = [[e.kind.value, e.message, e.line] for e in report.errors]
+        entry["e"] = [[e.kind.value, e.message, e.line, *([e.cell] if e.cell is not None else [])] for e in report.errors]
     if report.index:
         entry["i"] = [
             [q, c, r, [[t, inside, [list(pair) for pair in handed]] for t, inside, handed in edges]]
@@ -476,7 +503,8 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
     if "f" in entry:
         report.fixes_confirmed_at = Confidence(entry["f"])
     for row in entry.get("d", ()):
-        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row
+        line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row[:13]
+        cell = row[13] if len(row) > 13 else None  # a notebook's cell
         report.diagnostics.append(
             Diagnostic(
                 path=display,
@@ -490,6 +518,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 note=None if note is None else str(note),
                 confidence=Confidence(confidence),
                 fix=_decode_fix(fix),
+                cell=None if cell is None else int(cell),
             )
         )
     report.index = tuple(
@@ -503,8 +532,14 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
         )
         for q, c, r, edges in entry.get("i", ())
     )
-    for kind, message, line in entry.get("e", ()):
+    for kind, message, line, *cell in entry.get("e", ()):
         report.errors.append(
-            FileError(display, ErrorKind(kind), str(message), None if line is None else int(line))
+            FileError(
+                display,
+                ErrorKind(kind),
+                str(message),
+                None if line is None else int(line),
+                int(cell[0]) if cell else None,
+            )
         )
     return report

@@ -15,6 +15,7 @@ from offlint.analysis.positions import ast_statement_spans
 from offlint.diagnostics import ErrorKind, FileError, RunReport
 from offlint.fixing.writes import inside, outside_tree_error, write_if_unchanged
 from offlint.guarded_io import MAX_SOURCE_BYTES, Refused, read_regular
+from offlint.notebooks import NOTEBOOK_NOT_FIXABLE, is_notebook
 from offlint.reporting import render_run_errors
 from offlint.suppression import add_directives
 
@@ -35,6 +36,10 @@ def add_noqa(report: RunReport, cwd: Path, roots: Sequence[str], *, quiet: bool 
             continue
         display = file_report.path
         path = cwd / display
+        if is_notebook(display):
+            # its rows are its cells': a directive written by row would corrupt the JSON
+            errors.append(FileError(display, ErrorKind.WRITE, NOTEBOOK_NOT_FIXABLE))
+            continue
         wanted: dict[int, set[str]] = {}
         for diagnostic in file_report.diagnostics:
             wanted.setdefault(diagnostic.location.line, set()).add(diagnostic.code)

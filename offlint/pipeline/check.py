@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from offlint.analysis.cache import ResultCache, content_digest, result_key
+from offlint.analysis.cache import CACHE_DIR_NAME, ResultCache, content_digest, result_key
 from offlint.analysis.callgraph import marks_of_unanalysed
 from offlint.analysis.engine import (
     DecodeError,
@@ -47,6 +47,7 @@ from offlint.diagnostics import (
     RunReport,
 )
 from offlint.discovery import Discovered, discover
+from offlint.notebooks import NotebookError, is_notebook, notebook_error, read_notebook
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -71,6 +72,7 @@ class CheckOptions:
     cwd: Path | None = None
     use_cache: bool = True
     front_end: str = "skeleton"  # FileSettings.front_end: "skeleton", or "libcst" (--parser libcst)
+    cache_dir: Path | None = None  # --cache-dir; None: .offlint_cache in the project root
 
 
 def settings_for(
@@ -146,10 +148,13 @@ def worker_count(jobs: int | None, tasks: int) -> int:
     return max(1, min(count, tasks))
 
 
-def cache_root(finder: ConfigFinder, cwd: Path) -> Path:
-    """The project root (the folder of the configuration that applies to cwd), else cwd."""
-    config = finder.for_path(cwd)
-    return config.root if config.source is not None else cwd
+def cache_folder(finder: ConfigFinder, paths: Sequence[Path], cwd: Path, cache_dir: Path | None = None) -> Path:
+    """`--cache-dir` (or OFFLINT_CACHE_DIR), else `.offlint_cache` in the project root of the
+    first path checked (`ConfigFinder.project_root`), not in the working directory: the same tree
+    checked from another folder finds its cache warm."""
+    if cache_dir is not None:
+        return cache_dir
+    return finder.project_root(paths[0] if paths else cwd) / CACHE_DIR_NAME
 
 
 def check_paths(options: CheckOptions) -> RunReport:
@@ -174,7 +179,7 @@ def _check_paths(options: CheckOptions) -> RunReport:
     results_cache: ResultCache | None = None
     if options.use_cache:
         with clock("cache"):
-            results_cache = ResultCache.at(cache_root(finder, cwd))
+            results_cache = ResultCache(cache_folder(finder, options.paths, cwd, options.cache_dir))
     settings_of = _SettingsMemo(finder, options.overrides, options.front_end)
     serial = serial_only(options.jobs)
     pool: _Pool | None = None
@@ -408,6 +413,14 @@ def _cached_unread(results_cache: ResultCache, found: Discovered, settings: File
 
 def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:
     """The report of a file settled without parsing (undecodable, or no possible finding)."""
+    if is_notebook(display):
+        try:
+            text = read_notebook(data).source
+        except NotebookError as exc:
+            return FileReport(path=display, errors=[notebook_error(display, exc)])
+        if not settings.select or not may_hold_hazard(text, settings):
+            return FileReport(path=display)  # a notebook is no module others import: no index
+        return None
     try:
         text = decode_source(data)
     except DecodeError as exc:
@@ -444,6 +457,18 @@ def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefilte
     """`check_source` on a deep-stack thread, inside the file's error boundary: whatever fails
     (a RecursionError, a bug) is one error of this file and the run goes on. A diagnostic is
     marked fixable only where `fix` really removes it."""
+    if is_notebook(display):
+        # its code cells are checked as one module, and each position mapped back to its cell
+        try:
+            notebook = read_notebook(data)
+        except NotebookError as exc:
+            return FileReport(path=display, errors=[notebook_error(display, exc)])
+        data = notebook.source.encode("utf-8")
+        return notebook.map_report(_guarded_module(data, display, settings, prefiltered))
+    return _guarded_module(data, display, settings, prefiltered)
+
+
+def _guarded_module(data: bytes, display: str, settings: FileSettings, prefiltered: bool) -> FileReport:
     from offlint.analysis.deep_stack import on_deep_stack
     from offlint.analysis.engine import parse_error
 

@@ -3,24 +3,58 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
-import click
-
+from offlint.analysis.cache import CACHE_DIR_NAME
 from offlint.analysis.engine import DecodeError, decode_source
-from offlint.catalogue import CatalogueError, default_selection
+from offlint.catalogue import default_selection
 from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, expand_selectors
 from offlint.diagnostics import RunReport
+from offlint.discovery import SKIPPED_DIRS
 from offlint.pipeline.check import (
-    CheckOptions,
     below_floor_hidden,
-    check_paths,
+    cache_folder,
     guarded_check,
     settings_for,
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def cache_location(finder: ConfigFinder, paths: tuple[Path, ...], cache_dir: Path | None) -> Path:
+    """The cache folder a check of `paths` uses (what `-v` and `--show-settings` print)."""
+    return cache_folder(finder, paths, Path.cwd().resolve(), cache_dir)
+
+
+def clean_caches(root: Path, cache_dir: Path | None = None) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """`offlint clean`: every `.offlint_cache` folder below `root` (the walk follows no link), and
+    `cache_dir` when it lies below `root`; nothing outside `root`. Returns what was removed and
+    what was left, with why (a folder holding files that are not offlint's is never emptied)."""
+    import os
+
+    from offlint.analysis.cache import clean_folder
+
+    root = root.resolve()
+    found: list[Path] = []
+    for folder, subfolders, _ in os.walk(root):
+        if CACHE_DIR_NAME in subfolders:
+            found.append(Path(folder) / CACHE_DIR_NAME)
+        # not into what is never a project's own (a virtual environment, .git): a big tree's walk
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED_DIRS]
+    left: list[tuple[Path, str]] = []
+    if cache_dir is not None and cache_dir.exists():
+        chosen = cache_dir.resolve()
+        if chosen == root or root not in chosen.parents:
+            left.append((cache_dir, f"outside the project root {root}"))
+        elif chosen not in found:
+            found.append(chosen)
+    removed: list[Path] = []
+    for cache in found:
+        if clean_folder(cache):
+            removed.append(cache)
+        else:
+            left.append((cache, "a link, not this user's, or holding files that are not offlint's"))
+    return removed, left
 
 
 def exit_code_for(report: RunReport) -> int:
@@ -64,75 +98,6 @@ def validate_overrides(overrides: SelectionOverrides) -> None:
         ("--ignore", overrides.ignore),
     ):
         expand_selectors(selectors, codes, option)
-
-
-def run_check_command(
-    *,
-    paths: tuple[Path, ...],
-    select: tuple[str, ...] | None,
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
-    output_format: str,
-    output_file: Path | None,
-    statistics: bool,
-    config_file: Path | None,
-    stdin_filename: str | None,
-    jobs: int | None,
-    use_cache: bool,
-    timings: bool,
-    color: bool | None,
-    front_end: str = "skeleton",
-    min_confidence: str | None = None,
-) -> int:
-    from offlint.reporting import render, render_statistics
-    from offlint.reporting.summary import render_summary
-
-    overrides = SelectionOverrides(
-        select=select, extend_select=extend_select, ignore=ignore, min_confidence=min_confidence
-    )
-    started = time.perf_counter()
-    sources: dict[str, str] = {}
-    try:
-        validate_overrides(overrides)
-        if any(str(p) == "-" for p in paths):
-            if len(paths) > 1:
-                raise ConfigError("`-` (stdin) cannot be combined with other paths")
-            report, sources = check_stdin(stdin_filename, overrides, config_file, front_end)
-        else:
-            report = check_paths(
-                CheckOptions(
-                    paths=paths,
-                    overrides=overrides,
-                    config_file=config_file,
-                    jobs=jobs,
-                    use_cache=use_cache,
-                    front_end=front_end,
-                )
-            )
-    except (ConfigError, CatalogueError) as exc:
-        click.echo(f"offlint: error: {exc}", err=True)
-        return EXIT_ERROR
-    report.timings.setdefault("total", time.perf_counter() - started)
-
-    to_terminal = output_file is None and sys.stdout.isatty()
-    use_color = to_terminal if color is None else color
-    root = Path.cwd()
-    text = render_statistics(report, output_format) if statistics else render(
-        report, output_format, root=root, color=use_color, sources=sources
-    )
-    if output_file is not None:
-        try:
-            output_file.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            click.echo(f"offlint: error: cannot write {output_file}: {exc.strerror or exc}", err=True)
-            return EXIT_ERROR
-    elif text:
-        # color=: click strips escape codes from non-terminals, which would undo --color
-        click.echo(text, nl=not text.endswith("\n"), color=use_color)
-    click.echo(render_summary(report), err=True, nl=False)
-    if timings:
-        click.echo(_timings_table(report), err=True)
-    return exit_code_for(report)
 
 
 def _timings_table(report: RunReport) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from offlint.diagnostics import FileError
+from offlint.notebooks import NOTEBOOK_NOT_FIXABLE, is_notebook
 from offlint.reporting._sources import printable
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
@@ -76,6 +77,10 @@ def run_fix(
             # only in folders of the tree: a link's target folder elsewhere is not ours to clean
             remove_stale_temps(sorted({Path(f.real).parent for f in files if inside(f.real, roots)}))
         for found in files:
+            if is_notebook(found.display):
+                # fixes are planned on a module's rows, a notebook's are its cells': left as is
+                click.echo(f"offlint: note: {printable(found.display)}: {NOTEBOOK_NOT_FIXABLE}", err=True)
+                continue
             config = finder.for_real_file(found.real)  # no stat: a folder without x must not raise
             chosen = strategy or str(config.fix.get("strategy", "auto"))
             if chosen not in STRATEGIES:

@@ -17,7 +17,7 @@ from offlint.reporting.summary import render_counts, render_run_errors, render_s
 if TYPE_CHECKING:
     from offlint.catalogue import RuleSpec
 
-OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github")
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint")
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -38,12 +38,16 @@ def render(
     show_fixes: bool = True,
     sources: Mapping[str, str] | None = None,
     catalogue: Mapping[str, RuleSpec] | None = None,
+    project_root: Path | None = None,
 ) -> str:
     """The report in `output_format`, as the text to write to stdout or `-o FILE`.
 
     `sources` (path -> text) spares the full and sarif views a re-read of files the caller has
     in memory; `catalogue` defaults to the shipped rule catalogue (SARIF lists its rules).
-    `color` only affects `full`; machine formats are never coloured.
+    `color` only affects `full`; machine formats are never coloured. `root` is the folder the
+    report's relative paths start from (the working directory); the formats CI systems attach
+    to a repository (github, gitlab) give paths from the repository root instead: git's top
+    level above `root`, else `project_root`, else `root`.
     """
     if output_format == "full":
         if not report.diagnostics:
@@ -69,7 +73,23 @@ def render(
     if output_format == "github":
         from offlint.reporting.github import render_github
 
-        return render_github(report, root=root)
+        return render_github(report, root=root, project_root=project_root)
+    if output_format == "json-lines":
+        from offlint.reporting.json_lines import render_json_lines
+
+        return render_json_lines(report, root=root)
+    if output_format == "pylint":
+        from offlint.reporting.pylint import render_pylint
+
+        return render_pylint(report, root=root)
+    if output_format == "gitlab":
+        from offlint.reporting.gitlab import render_gitlab
+
+        return render_gitlab(report, root=root, project_root=project_root, sources=sources)
+    if output_format == "junit":
+        from offlint.reporting.junit import render_junit
+
+        return render_junit(report, root=root)
     raise ValueError(f"unknown output format {output_format!r}; expected one of {OUTPUT_FORMATS}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 
@@ -14,6 +15,22 @@ def display_path(path: str, root: Path) -> str:
     runs from the same place print the same text.
     """
     return printable(relative_path(path, root))
+
+
+def repository_root(cwd: Path, fallback: Path | None = None) -> Path:
+    """The nearest folder at or above `cwd` holding `.git` (a folder, or the file a worktree or
+    submodule has); else `fallback` (the project root), else `cwd` itself."""
+    for folder in (cwd, *cwd.parents):
+        if os.path.lexists(folder / ".git"):
+            return folder
+    return fallback or cwd
+
+
+def path_from(path: str, cwd: Path, base: Path) -> str:
+    """`path` (absolute, or relative to `cwd`) as `display_path` relative to `base` instead;
+    absolute when outside it. Lexically normalised: `../x.py` from a subfolder stays inside."""
+    absolute = PurePath(os.path.normpath(PurePath(cwd, path)))
+    return printable(relative_path(str(absolute), base))
 
 
 def relative_path(path: str, root: Path) -> str:
@@ -54,24 +71,33 @@ class SourceCache:
     def __init__(self, root: Path, sources: Mapping[str, str] | None = None) -> None:
         self._root = root
         self._given = dict(sources or {})
-        self._lines: dict[str, list[str] | None] = {}
+        self._lines: dict[tuple[str, int | None], list[str] | None] = {}
 
-    def lines(self, path: str) -> list[str] | None:
-        if path not in self._lines:
-            self._lines[path] = self._read(path)
-        return self._lines[path]
+    def lines(self, path: str, cell: int | None = None) -> list[str] | None:
+        """The lines of a file, or of one cell of a notebook (`cell`, 1-based)."""
+        key = (path, cell)
+        if key not in self._lines:
+            self._lines[key] = self._read(path, cell)
+        return self._lines[key]
 
-    def line(self, path: str, number: int) -> str | None:
-        lines = self.lines(path)
+    def line(self, path: str, number: int, cell: int | None = None) -> str | None:
+        lines = self.lines(path, cell)
         if lines is None or not 1 <= number <= len(lines):
             return None
         return lines[number - 1]
 
-    def _read(self, path: str) -> list[str] | None:
+    def _read(self, path: str, cell: int | None) -> list[str] | None:
         text = self._given.get(path)
         if text is None:
             try:
                 text = (self._root / path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError, ValueError):
                 return None
-        return text.splitlines()
+        if cell is None:
+            return text.splitlines()
+        from offlint.notebooks import NotebookError, read_notebook
+
+        try:
+            return read_notebook(text.encode("utf-8")).cells.get(cell)
+        except NotebookError:
+            return None

@@ -1,4 +1,5 @@
-"""`--output-format concise`: one `path:line:col: CODE [*] message` line per diagnostic (ruff's)."""
+"""`--output-format concise`: one `path:line:col: CODE [*] message` line per diagnostic (ruff's);
+`path:cell N:line:col: ...` in a notebook."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ FIXABLE_MARKER = "[*]"
 def headline(diagnostic: Diagnostic, root: Path, *, show_fixes: bool) -> str:
     """`path:line:col: CODE message`, with `[*]` before the message when a fix exists and the
     confidence after it when it is below high (`[medium]`, `[low]`)."""
-    where = diagnostic.location
     marker = f"{FIXABLE_MARKER} " if show_fixes and diagnostic.fixable else ""
     tier = "" if diagnostic.confidence is Confidence.HIGH else f" [{diagnostic.confidence.value}]"
     return (
-        f"{display_path(diagnostic.path, root)}:{where.line}:{where.column}: "
+        f"{display_path(diagnostic.path, root)}:{diagnostic.position}: "
         f"{diagnostic.code} {marker}{diagnostic.message}{tier}"
     )
 

@@ -65,7 +65,7 @@ def _caret(line: str, column: int, end_column: int | None) -> tuple[int, int]:
 def _frame(diagnostic: Diagnostic, sources: SourceCache) -> _Frame | None:
     where = diagnostic.location
     end_column = where.end_column if where.end_line == where.line else None
-    lines = sources.lines(diagnostic.path)
+    lines = sources.lines(diagnostic.path, diagnostic.cell)
     if lines is None or not 1 <= where.line <= len(lines):
         # the file is gone or changed: fall back to the line kept at analysis time
         kept = diagnostic.source_line.splitlines()
@@ -82,10 +82,9 @@ def _frame(diagnostic: Diagnostic, sources: SourceCache) -> _Frame | None:
 
 
 def _render_one(diagnostic: Diagnostic, frame: _Frame | None, root: Path, show_fixes: bool) -> Text:
-    where = diagnostic.location
     out = Text()
     out.append(display_path(diagnostic.path, root), style=STYLE_PATH)
-    out.append(f":{where.line}:{where.column}: ")
+    out.append(f":{diagnostic.position}: ")
     out.append(diagnostic.code, style=STYLE_CODE)
     out.append(" ")
     if show_fixes and diagnostic.fixable:

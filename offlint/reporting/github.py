@@ -2,7 +2,9 @@
 
     ::error file=pkg/offload.py,line=12,col=9,endLine=12,endColumn=16,title=OFL101::message
 
-Files that could not be checked are annotated too (title is the error kind), so a CI run that
+`file` is relative to the repository root (git's top level, else the project root), whatever
+folder offlint runs in: GitHub attaches annotations by repository path, so a job with a
+`working-directory:` still annotates the right lines. Files that could not be checked are annotated too (title is the error kind), so a CI run that
 skipped a file says so on the pull request. Escaping follows the runner's toolkit
 (`@actions/core` command.ts): in the message `%`, CR and LF; in property values also `:` and `,`.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from offlint.diagnostics import Confidence, RunReport
-from offlint.reporting._sources import display_path
+from offlint.reporting._sources import path_from, repository_root
 
 
 def escape_data(text: str) -> str:
@@ -32,21 +34,25 @@ def _command(properties: dict[str, object], message: str, command: str = "error"
 _COMMAND = {Confidence.HIGH: "error", Confidence.MEDIUM: "warning", Confidence.LOW: "notice"}
 
 
-def render_github(report: RunReport, *, root: Path) -> str:
+def render_github(report: RunReport, *, root: Path, project_root: Path | None = None) -> str:
+    """`root` is the folder the report's relative paths start from (the working directory)."""
+    base = repository_root(root.resolve(), project_root)
     lines: list[str] = []
     for diagnostic in report.diagnostics:
         where = diagnostic.location
         properties: dict[str, object] = {
-            "file": display_path(diagnostic.path, root),
+            "file": path_from(diagnostic.path, root, base),
             "line": where.line,
             "col": where.column,
             "endLine": where.end_line,
             "endColumn": where.end_column,
             "title": diagnostic.code,
         }
-        lines.append(_command(properties, diagnostic.message, _COMMAND[diagnostic.confidence]))
+        # a notebook's rows are its cell's, which the annotation cannot express: the message says
+        message = diagnostic.message if diagnostic.cell is None else f"cell {diagnostic.cell}: {diagnostic.message}"
+        lines.append(_command(properties, message, _COMMAND[diagnostic.confidence]))
     for error in report.all_errors:
-        properties = {"file": display_path(error.path, root)}
+        properties = {"file": path_from(error.path, root, base)}
         if error.line:
             properties["line"] = error.line
         properties["title"] = f"offlint {error.kind.value}"

@@ -17,11 +17,12 @@ bumps it to `offlint-json/2`):
           "fix": {"applicability": "safe" | "unsafe", "message": "<fix title>",
                   "edits": [{"content": "...", "location": {...}, "end_location": {...}}]} | null,
           "note": "capture-reachable: <why>" | null,  # rules that fire only in capture-reachable code
-          "confidence": "high" | "medium" | "low"     # how capture reaches it (shared/CATALOGUE.md)
+          "confidence": "high" | "medium" | "low",    # how capture reaches it (shared/CATALOGUE.md)
+          "cell": 3 | null                  # a notebook's cell (1-based); rows are then the cell's
         }
       ],
       "errors": [                           # files that could not be checked, ordered by path
-        {"filename": "...", "kind": "syntax-error", "message": "...", "row": 3 | null}
+        {"filename": "...", "kind": "syntax-error", "message": "...", "row": 3 | null, "cell": 2 | null}
       ],
       "summary": {"diagnostics": 3, "fixable": 2, "errors": 1, "files": 10}
     }
@@ -74,6 +75,7 @@ def diagnostic_object(diagnostic: Diagnostic, root: Path) -> dict[str, Any]:
         "fix": fix,
         "note": diagnostic.note,
         "confidence": diagnostic.confidence.value,
+        "cell": diagnostic.cell,
     }
 
 
@@ -83,6 +85,7 @@ def error_object(error: FileError, root: Path) -> dict[str, Any]:
         "kind": error.kind.value,
         "message": error.message,
         "row": error.line,
+        "cell": error.cell,
     }
 
 

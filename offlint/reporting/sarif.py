@@ -31,7 +31,7 @@ from urllib.parse import quote
 import offlint
 from offlint.catalogue import RuleSpec
 from offlint.diagnostics import Confidence, Diagnostic, FixSafety, RunReport
-from offlint.reporting._sources import SourceCache, display_path, relative_path
+from offlint.reporting._sources import SourceCache, display_path, relative_path, repository_root
 from offlint.reporting.json_format import dumps
 
 SARIF_VERSION = "2.1.0"
@@ -88,7 +88,7 @@ def fingerprints(diagnostics: list[Diagnostic], root: Path, sources: SourceCache
     for diagnostic in diagnostics:
         line = diagnostic.source_line.splitlines()[0] if diagnostic.source_line.strip() else None
         if line is None:
-            line = sources.line(diagnostic.path, diagnostic.location.line) or ""
+            line = sources.line(diagnostic.path, diagnostic.location.line, diagnostic.cell) or ""
         key = (diagnostic.code, display_path(diagnostic.path, root), normalize_source_line(line))
         occurrence = seen[key]
         seen[key] += 1
@@ -97,13 +97,8 @@ def fingerprints(diagnostics: list[Diagnostic], root: Path, sources: SourceCache
     return found
 
 
-def repository_root(cwd: Path) -> Path:
-    """The folder SARIF paths are relative to: the nearest one at or above `cwd` holding `.git`
-    (a folder, or the file a worktree or submodule has), else `cwd` itself."""
-    for folder in (cwd, *cwd.parents):
-        if os.path.lexists(folder / ".git"):
-            return folder
-    return cwd
+def _in_cell(cell: int | None) -> str:
+    return "" if cell is None else f"cell {cell}: "
 
 
 def artifact_location(path: str, cwd: Path, base: Path) -> dict[str, str]:
@@ -189,7 +184,8 @@ def sarif_document(
                 "ruleIndex": rule_index[diagnostic.code],
                 "level": _LEVEL[diagnostic.confidence],
                 "rank": _RANK[diagnostic.confidence],
-                "message": {"text": diagnostic.message},
+                # a notebook's rows are its cell's: the message names the cell (ruff's notation)
+                "message": {"text": _in_cell(diagnostic.cell) + diagnostic.message},
                 "locations": [_location(artifact_location(diagnostic.path, root, base), region)],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
                 **({"fixes": [_fix_object(diagnostic, root, base)]} if diagnostic.fix else {}),
@@ -198,6 +194,7 @@ def sarif_document(
                     "fixSafety": diagnostic.fix_safety.value,
                     **({"note": diagnostic.note} if diagnostic.note else {}),
                     "confidence": diagnostic.confidence.value,
+                    **({"cell": diagnostic.cell} if diagnostic.cell is not None else {}),
                 },
             }
         )
@@ -209,7 +206,7 @@ def sarif_document(
         notifications.append(
             {
                 "level": "error",
-                "message": {"text": error.message},
+                "message": {"text": _in_cell(error.cell) + error.message},
                 "descriptor": {"id": error.kind.value},
                 "locations": [_location(artifact_location(error.path, root, base), error_region)],
             }
