@@ -35,8 +35,40 @@ from benchmarks.corpus import (
     sha256_of,
     tomllib,
 )
+from benchmarks.trees import TreeUnavailable, _unpack, cache_dir, pip_download
 
 CASES = "cases"
+
+
+def check_trees(folder: Path, *, quiet: bool = True) -> dict[str, list[Reported]]:
+    """The whole released trees of `trees.toml` (chosen by the annotator: no false default
+    finding expected), each downloaded, unpacked under the cache and checked at the default
+    floor: requirement -> what was reported (every one of them is a false finding)."""
+    source = folder / "trees.toml"
+    if not source.is_file():
+        return {}
+    document = tomllib.loads(source.read_text(encoding="utf-8"))
+    found: dict[str, list[Reported]] = {}
+    for index, tree in enumerate(_tables(document, "tree", source.name), 1):
+        requirement, dist = str(tree.get("requirement", "")), str(tree.get("dist", ""))
+        if "==" not in requirement or dist not in ("wheel", "sdist"):
+            raise CorpusError(f"{source.name} tree #{index}: needs requirement NAME==VERSION and dist wheel|sdist")
+        root = cache_dir() / "blind-trees" / requirement.replace("==", "-")
+        if not root.is_dir():
+            downloads = cache_dir() / "downloads"
+            before = set(downloads.glob("*")) if downloads.is_dir() else set()
+            try:
+                pip_download(requirement, downloads, sdist=dist == "sdist", quiet=quiet)
+            except TreeUnavailable as exc:
+                raise CorpusUnavailable(str(exc)) from exc
+            name = requirement.split("==")[0].replace("-", "_").lower()
+            archives = [a for a in downloads.glob("*") if a not in before or a.name.lower().startswith(name)]
+            archive = next(a for a in archives if a.name.lower().replace("-", "_").startswith(name))
+            _unpack(archive, root)
+        files = sorted(p for p in root.rglob("*.py") if p.is_file())
+        reported, _ = run_offlint(files)
+        found[requirement] = reported
+    return found
 
 
 def load_cases(folder: Path) -> Project | None:
@@ -87,7 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-confidence", help="passed to offlint check (default: its default)")
     parser.add_argument("--json", type=Path, help="also write the score here as JSON")
     parser.add_argument("--cases-only", action="store_true", help="only the hand-written cases (no download)")
+    parser.add_argument("--trees", action="store_true", help="check the whole trees of trees.toml instead")
     arguments = parser.parse_args(argv)
+    if arguments.trees:
+        try:
+            trees = check_trees(arguments.folder, quiet=False)
+        except (CorpusUnavailable, CorpusError) as exc:
+            print(f"blind set trees unavailable: {exc}", file=sys.stderr)
+            return 2
+        for requirement, reported in trees.items():
+            print(f"{requirement}: {len(reported)} default finding(s) (each a false one)")
+            for item in reported:
+                print(f"  {item.path}:{item.line} {item.code} {item.message}")
+        return 0 if not any(trees.values()) else 1
     try:
         _, result = evaluate(arguments.folder, arguments.min_confidence, quiet=False, cases_only=arguments.cases_only)
     except CorpusUnavailable as exc:
