@@ -10,6 +10,7 @@ from typing import cast
 import libcst as cst
 
 from offlint.analysis.facts import global_values, is_parameter
+from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import ClassInfo, FunctionInfo
@@ -214,17 +215,31 @@ def stored_by_a_caller(model: ModuleModel, expr: cst.BaseExpression, fn: Functio
         root = unsubscripted(root.value)
     if not isinstance(root, cst.Name) or not is_parameter(fn, root.value):
         return False
-    for site in model.callers_of(fn):
-        bound = fn.is_method and isinstance(site.node.func, cst.Attribute)
-        passed = call_argument(site.node, fn.node.params, root.value, bound)
+    calls = [(site.node, site.function) for site in model.callers_of(fn)] + _lambda_calls_of(model, fn)
+    for node, caller in calls:
+        bound = fn.is_method and isinstance(node.func, cst.Attribute)
+        passed = call_argument(node, fn.node.params, root.value, bound)
         base = unsubscripted(passed) if passed is not None else None
         if base is None:
             continue
         if self_attribute(base) is not None:
             return True
-        if isinstance(base, cst.Name) and global_values(model, base.value) and not is_parameter(site.function, base.value):
+        if isinstance(base, cst.Name) and global_values(model, base.value) and not is_parameter(caller, base.value):
             return True
     return False
+
+
+def _lambda_calls_of(model: ModuleModel, fn: FunctionInfo) -> list[tuple[cst.Call, FunctionInfo]]:
+    """Calls of `fn` inside lambdas (`register_forward_pre_hook(lambda m, a: _await(_SLOTS[n]))`),
+    which the walk of their enclosing function does not record: they run later, as the lambda."""
+    found: list[tuple[cst.Call, FunctionInfo]] = []
+    for caller in model.functions:
+        for node in walk(caller.node.body):
+            if isinstance(node, cst.Lambda):
+                for inner in walk(node.body):
+                    if isinstance(inner, cst.Call) and model._called_function(inner, caller) is fn:
+                        found.append((inner, caller))
+    return found
 
 
 def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
@@ -233,7 +248,13 @@ def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: Functi
     (`done.append(stream.record_event())`, `[main.record_event()] * n`): every element was
     recorded within this call, so in the same capture as any wait on it."""
     container = unsubscripted(expr)
-    if container is expr and isinstance(expr, cst.Name):
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("pop", "get", "popleft")
+    ):
+        container = unsubscripted(expr.func.value)  # `pending.pop(i)`: an element of `pending`
+    elif container is expr and isinstance(expr, cst.Name):
         loop = _loop_over(fn, expr)
         if loop is None:
             return False
@@ -241,7 +262,7 @@ def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: Functi
     if not isinstance(container, cst.Name) or handed_in_by_caller(container, fn):
         return False
     values = _event_bindings(model, container, fn)
-    return bool(values) and all(_recorded_as_made(value) for value in values)
+    return bool(values) and all(_recorded_as_made(model, fn, value) for value in values)
 
 
 def _loop_over(fn: FunctionInfo, use: cst.Name) -> cst.BaseExpression | None:
@@ -259,14 +280,46 @@ def _loop_over(fn: FunctionInfo, use: cst.Name) -> cst.BaseExpression | None:
     return found
 
 
-def _recorded_as_made(value: cst.BaseExpression) -> bool:
-    """`s.record_event()`, a list or tuple of those (`[]` included), `[...] * n`, a comprehension."""
+def _recorded_as_made(model: ModuleModel, fn: FunctionInfo, value: cst.BaseExpression) -> bool:
+    """`s.record_event()`, a same-module helper returning an event it made and recorded
+    (`ev = Event(); ev.record(); return ev`), a list or tuple of those (`[]` and `{}` included),
+    `[...] * n`, a comprehension."""
     if isinstance(value, cst.Call):
-        return isinstance(value.func, cst.Attribute) and value.func.attr.value == "record_event"
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value == "record_event":
+            return True
+        helper = model._called_function(value, fn)
+        return helper is not None and _returns_fresh_recorded_event(helper)
     if isinstance(value, cst.List | cst.Tuple):
-        return all(_recorded_as_made(e.value) for e in value.elements)
+        return all(_recorded_as_made(model, fn, e.value) for e in value.elements)
+    if isinstance(value, cst.Dict):
+        return not value.elements
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
-        return _recorded_as_made(value.left) or _recorded_as_made(value.right)
+        return _recorded_as_made(model, fn, value.left) or _recorded_as_made(model, fn, value.right)
     if isinstance(value, cst.ListComp):
-        return _recorded_as_made(value.elt)
+        return _recorded_as_made(model, fn, value.elt)
     return False
+
+
+def _returns_fresh_recorded_event(helper: FunctionInfo) -> bool:
+    """Every `return` of `helper` gives a local it bound to a new event and recorded before."""
+    if not helper.returns:
+        return False
+    for ret in helper.returns:
+        name = name_of(ret.node.value) if ret.node.value is not None else None
+        if name is None:
+            return False
+        made = [
+            a for a in helper.assignments
+            if any(name_of(t) == name for t in a.targets) and a.order < ret.order
+        ]
+        if not made or not all(
+            isinstance(a.value, cst.Call) and (dotted_name(a.value.func) or "").endswith("Event") for a in made
+        ):
+            return False
+        if not any(
+            call.method in ("record", "record_event") and call.receiver is not None and name_of(call.receiver) == name
+            and call.order < ret.order
+            for call in helper.calls
+        ):
+            return False
+    return True

@@ -102,6 +102,8 @@ _SAME_DEVICE_METHODS = frozenset(
     {"clone", "sum", "max", "min", "amax", "amin", "mean", "prod", "any", "all", "argmax", "argmin", "cumsum"}
     | {"abs", "float", "double", "half", "int", "long", "bool"}
 )
+# container methods that hand out one of the container's elements
+_ELEMENT_GETTERS = frozenset({"pop", "get", "popleft", "setdefault"})
 # methods whose result is never a torch object: a numpy array, a list, a Python number
 _NON_TORCH_RESULTS = frozenset({"numpy", "tolist", "item"})
 
@@ -232,6 +234,11 @@ class KindOracle:
                 return own  # `self._get_stats(name)`: what that method of the class returns
             if method in _NON_TORCH_RESULTS:
                 return Typed(Kind.NOT_TORCH)
+            if method in _ELEMENT_GETTERS:
+                # `self.ready.pop(i, None)`, `events.get(k)`: an element of a typed container
+                element = lookup.element(call.func.value)
+                if element is not None and element.kind is not Kind.UNKNOWN:
+                    return element
             # typed once: every branch below is about the receiver (a chain is typed once per link)
             receiver = self.of(call.func.value, lookup)
             if receiver.kind is Kind.NOT_TORCH:
@@ -361,6 +368,7 @@ class Lookup:
         attr_elements: Mapping[str, Typed],
         globals_: Mapping[str, Typed],
         method_returns: Mapping[str, Typed] | None = None,
+        fields: Mapping[str, Typed] | None = None,
     ) -> None:
         self.local = local
         self.local_elements = local_elements
@@ -368,6 +376,9 @@ class Lookup:
         self.attr_elements = attr_elements
         self.globals = globals_
         self.method_returns: Mapping[str, Typed] = method_returns if method_returns is not None else {}
+        # `slot.ready` on an object of unknown class: the stream or event every class of the
+        # module that declares or sets that attribute agrees it is (`ready: torch.cuda.Event`)
+        self.fields: Mapping[str, Typed] = fields if fields is not None else {}
 
     def __call__(self, expr: cst.BaseExpression) -> Typed | None:
         if isinstance(expr, cst.Name):
@@ -375,6 +386,8 @@ class Lookup:
         attr = self_attribute(expr)
         if attr is not None:
             return self.attrs.get(attr)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name | cst.Subscript):
+            return self.fields.get(expr.attr.value)
         return None
 
     def element(self, container: cst.BaseExpression) -> Typed | None:

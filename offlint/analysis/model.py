@@ -85,6 +85,7 @@ class ModuleModel:
         # facts about a class's attributes the rules ask at every use (`remembered`)
         self._memo: dict[tuple[Hashable, ...], object] = {}
         self._lookups: dict[int, Lookup] = {}
+        self.field_kinds: dict[str, Typed] = {}  # Lookup.fields, filled with the class attributes
         self._collect_definitions()
         self._collect_device_modules()
         self._collect_globals()
@@ -166,6 +167,7 @@ class ModuleModel:
             cls.attr_elements if cls else {},
             self.oracle.globals,
             cls.method_returns if cls else {},
+            self.field_kinds,
         )
         return found
 
@@ -398,6 +400,15 @@ class ModuleModel:
                             mine[name] = join(mine.get(name), typed)
                 ancestor.capture_flags |= cls.capture_flags
                 cls.capture_flags |= ancestor.capture_flags
+        agreed: dict[str, Typed | None] = {}
+        for cls in self.classes:
+            for name, typed in cls.attrs.items():
+                if typed.known and typed.kind in (Kind.STREAM, Kind.EVENT):
+                    agreed[name] = typed if agreed.get(name, typed) == typed else None
+                elif typed.known:
+                    agreed[name] = None  # another kind elsewhere: not a field to guess by name
+        self.field_kinds.clear()
+        self.field_kinds.update({name: typed for name, typed in agreed.items() if typed is not None})
 
     def _method_names(self) -> frozenset[str]:
         if self._all_method_names is None:
@@ -1084,8 +1095,13 @@ def module_level_assigns(module: cst.Module) -> Iterator[cst.Assign]:
         node = stack.pop()
         node_type = type(node)
         if node_type is cst.SimpleStatementLine or node_type is cst.SimpleStatementSuite:
-            body = cast(cst.SimpleStatementLine, node).body
-            yield from (small for small in body if type(small) is cst.Assign)
+            for small in cast(cst.SimpleStatementLine, node).body:
+                if type(small) is cst.Assign:
+                    yield cast(cst.Assign, small)
+                elif type(small) is cst.AnnAssign and cast(cst.AnnAssign, small).value is not None:
+                    # `_SLOTS: dict = {}`: read as the plain assignment it makes (same value node)
+                    annotated = cast(cst.AnnAssign, small)
+                    yield cst.Assign(targets=[cst.AssignTarget(annotated.target)], value=cast(cst.BaseExpression, annotated.value))
         elif node_type not in SCOPE_TYPES and may_hold_statements(node_type):
             stack.extend(reversed(child_nodes(node)))
 

@@ -310,10 +310,21 @@ class _Marker:
         """`m.register_forward_pre_hook(fn)`: fn runs inside every forward of m."""
         if call.method not in HOOK_REGISTRARS or not call.node.args or only_without_graphs(call):
             return
-        target = self.model._function_named(call.node.args[0].value, call.function)
-        if target is not None:
-            if call.method in BACKWARD_HOOK_REGISTRARS:
-                confidence = LOW  # runs in backward: only a training step's capture reaches it
+        hook = call.node.args[0].value
+        if isinstance(hook, cst.Lambda):
+            # `register_forward_pre_hook(lambda m, a: _await(slot))`: the lambda's calls run as the hook
+            targets = [
+                found
+                for node in walk(hook.body)
+                if isinstance(node, cst.Call)
+                and (found := self.model._called_function(node, call.function) or self._only_method_named(node)) is not None
+            ]
+        else:
+            target = self.model._function_named(hook, call.function)
+            targets = [target] if target is not None else []
+        if call.method in BACKWARD_HOOK_REGISTRARS:
+            confidence = LOW  # runs in backward: only a training step's capture reaches it
+        for target in targets:
             self.mark(target, confidence, f"installed as a hook by {call.function.qualname}")
 
     def _installed_forward(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, cast
 import libcst as cst
 
 from offlint.analysis.context import Context
+from offlint.analysis.kinds import Kind
 from offlint.analysis.program import Assignment, CallSite, FunctionInfo, ReturnSite, StreamScope
 from offlint.analysis.syntax import (
     SCOPE_TYPES,
@@ -257,10 +258,13 @@ class BodyWalker:
         for item in stmt.items:
             self.expression(item.item, stmt, ctx)
             opener = self._stream_context_call(item.item)
-            if opener is not None:
+            held = None if opener is not None else self._stream_object(item.item)
+            if opener is not None or held is not None:
+                stream = opener.args[0].value if opener is not None else held
+                assert stream is not None
                 scope = StreamScope(
                     node=stmt,
-                    stream=opener.args[0].value,
+                    stream=stream,
                     order=self.next_order(),
                     call=opener,
                     context=Context.CAPTURING if self.graph_depth else ctx,
@@ -289,6 +293,15 @@ class BodyWalker:
             self.scopes.pop()
         # a `with` body runs once: `if capturing: raise` inside it guards what follows the block
         return ctx if graph else after
+
+    def _stream_object(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`with self.stream:` - a stream object entered as its own context (`torch.Stream`,
+        `torch.cuda.Stream` are context managers that make themselves current)."""
+        if isinstance(expr, cst.Name | cst.Attribute | cst.Subscript):
+            typed = self.model.kind_of(expr, self.fn)
+            if typed.kind is Kind.STREAM and not typed.guessed:
+                return expr
+        return None
 
     def _stream_context_call(self, expr: cst.BaseExpression, depth: int = 0) -> cst.Call | None:
         """The `torch.cuda.stream(s)` call a `with` item enters: written there, one branch of a

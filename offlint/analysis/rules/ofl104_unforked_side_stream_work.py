@@ -33,9 +33,14 @@ class UnforkedSideStreamWork(Rule):
                     (s for s in fn.calls if s.node is scope.call and s.callee in STREAM_CONTEXTS | STREAM_SWITCHES),
                     None,
                 )
-                if opener is None or not opener.hazardous or not scope.context.may_capture:
+                if scope.call is None:  # `with self.stream:`: the stream object is the context
+                    if not (fn.reachable and not fn.eager_break and scope.context.may_capture):
+                        continue
+                elif opener is None or not opener.hazardous or not scope.context.may_capture:
                     continue
-                inline = not isinstance(scope.node, cst.With) or any(item.item is scope.call for item in scope.node.items)
+                inline = opener is not None and (
+                    not isinstance(scope.node, cst.With) or any(item.item is scope.call for item in scope.node.items)
+                )
                 if stream_role(model, scope.stream, fn) not in (
                     StreamRole.SIDE,
                     StreamRole.DEFAULT,
@@ -45,12 +50,16 @@ class UnforkedSideStreamWork(Rule):
                 if not inside:
                     continue  # no work under it
                 key = stream_key(model, scope.stream, fn)
-                if key is None or forked_before(model, fn, key, opener.order if inline else scope.order):
+                if key is None or forked_before(model, fn, key, opener.order if opener is not None and inline else scope.order):
                     continue
                 if any(fork_key(model, s) == key for s in inside):
                     continue  # `with stream(s): s.wait_event(ev); ...`: forked before its work
                 if held_only_when_forked(model, scope.stream, fn):
                     continue  # a fork handle: set only right after its fork, earlier in the forward
                 # `ctx = torch.cuda.stream(s)` ... `with ctx:`: the work is under the `with`
-                where = opener.node if inline or not isinstance(scope.node, cst.With) else scope.node.items[0].item
+                where: cst.CSTNode = (
+                    opener.node
+                    if opener is not None and (inline or not isinstance(scope.node, cst.With))
+                    else scope.node.items[0].item  # type: ignore[union-attr]
+                )
                 yield Finding(where, {"stream": code_of(scope.stream, model)})

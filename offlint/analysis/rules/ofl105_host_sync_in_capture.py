@@ -7,10 +7,10 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from offlint.analysis.facts import receiver_kind
-from offlint.analysis.kinds import Kind, is_true, keyword
+from offlint.analysis.kinds import Kind, is_true, keyword, self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
-from offlint.analysis.program import CallSite
+from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import parameter_names, walk
 from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
@@ -157,19 +157,44 @@ def _device_tensor_value(model: ModuleModel, site: CallSite) -> bool:
         return True
     if kind is not Kind.UNKNOWN:
         return False
-    root = site.receiver
-    while isinstance(root, cst.Call | cst.Attribute | cst.Subscript):
-        root = root.func if isinstance(root, cst.Call) else root.value
     fn = site.function
-    return (
-        isinstance(root, cst.Name)
-        and root.value != "self"
-        and fn.name == "forward"
-        and fn.cls is not None
-        and fn.cls.is_nn_module
-        and root.value in parameter_names(fn.node.params)
-        and model.kind_of(root, fn).kind in (Kind.UNKNOWN, Kind.TENSOR, Kind.DEVICE_TENSOR)
-    )
+    if not (fn.name == "forward" and fn.cls is not None and fn.cls.is_nn_module):
+        return False
+    return site.receiver is not None and _activation(model, fn, site.receiver, 0)
+
+
+def _activation(model: ModuleModel, fn: FunctionInfo, expr: cst.BaseExpression, depth: int) -> bool:
+    """`expr` is computed from the forward's tensor arguments or its submodules' outputs
+    (`x.abs()`, `torch.isnan(out)` where `out = self.block(x)`): an activation, on the device
+    whenever a capture runs the forward."""
+    if depth > 4:
+        return False
+    while True:
+        if isinstance(expr, cst.Attribute | cst.Subscript):
+            expr = expr.value  # `x.T`, `x[0]`
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and self_attribute(expr.func) is None
+            and model.qualname(expr.func) is None
+        ):
+            expr = expr.func.value  # a method of the value: `x.abs()`
+        else:
+            break
+    if isinstance(expr, cst.Call):
+        if self_attribute(expr.func) is not None:
+            return True  # `self.block(x)`: a submodule's output
+        if (model.qualname(expr.func) or "").startswith("torch.") and expr.args:
+            return _activation(model, fn, expr.args[0].value, depth + 1)  # `torch.isnan(out)`
+        return False
+    if not isinstance(expr, cst.Name) or expr.value == "self":
+        return False
+    if model.kind_of(expr, fn).kind not in (Kind.UNKNOWN, Kind.TENSOR, Kind.DEVICE_TENSOR):
+        return False
+    if expr.value in parameter_names(fn.node.params):
+        return True
+    bound = [a.value for a in fn.assignments if any(isinstance(t, cst.Name) and t.value == expr.value for t in a.targets)]
+    return bool(bound) and all(v is not None and _activation(model, fn, v, depth + 1) for v in bound)
 
 
 def _looks_like_tensor_expr(expr: cst.BaseExpression) -> bool:
