@@ -435,7 +435,8 @@ def test_the_zoo_hazard_the_fix_leaves_fails_the_capture_where_check_says(
     hazard `offlint fix` reports left; the capture must fail there with 900 at the root."""
     (zoo,) = [case for case in CASES if case.name == "capture_hazards_zoo"]
     fixed = fixed_outputs(zoo, "auto")
-    assert fixed.left == ("OFL105",)
+    # OFL107 (the timing events' elapsed_time after a replay, in DecodeRunner) has no fix either
+    assert fixed.left == ("OFL105", "OFL107")
     with recorded(
         summary, case=zoo.name, strategy="auto", mode="eager, range check kept", size="small"
     ) as entry:

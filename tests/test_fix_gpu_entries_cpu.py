@@ -208,8 +208,9 @@ def test_the_zoo_keeps_one_hazard_the_gpu_test_runs_into(tmp_path: Path) -> None
     and the GPU test expects the capture to fail there."""
     (zoo,) = [case for case in CASES if case.name == "capture_hazards_zoo"]
     fixed = fix_copy(zoo, "auto", tmp_path)
-    assert fixed.left == ("OFL105",)
-    (line,) = [item["line"] for item in fixed.report["left"]]
+    # OFL107 (the timing events' elapsed_time after a replay, in DecodeRunner) has no fix either
+    assert fixed.left == ("OFL105", "OFL107")
+    (line,) = [item["line"] for item in fixed.report["left"] if item["code"] == "OFL105"]
     text = fixed.path.read_text(encoding="utf-8").splitlines()[line - 1]
     assert ".item()" in text
 

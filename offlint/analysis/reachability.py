@@ -371,6 +371,14 @@ _GRAPHS_ON_WORDS = ("cuda_graph", "cudagraph")
 _GRAPHS_OFF_WORDS = ("enforce_eager", "disable_cuda_graph", "disable_cudagraph")
 
 
+def run_after_capture_by_driver(model: ModuleModel, fn: FunctionInfo) -> bool:
+    """`fn` is reached only at the lowest tier and a capture driver calls it outside its capture
+    region (`g.replay(); return h.consume(y)`): it runs eagerly, after a capture."""
+    if fn.confidence is not LOW:
+        return False
+    return any(site.function.drives_capture and not site.in_graph_region for site in model.callers_of(fn))
+
+
 def only_without_graphs(call: CallSite) -> bool:
     """The call runs only when the configuration turns CUDA graphs off: under
     `if not cfg.enable_cuda_graph:` (a conjunct of it) or `if cfg.enforce_eager:` (DeepSpeed's

@@ -10,9 +10,11 @@ from offlint.analysis.facts import is_event, is_parameter, local_name, storage_o
 from offlint.analysis.kinds import is_true, keyword
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import CallSite, FunctionInfo
+from offlint.analysis.reachability import run_after_capture_by_driver
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import child_nodes
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS, EVENT_HOST_METHODS
+from offlint.diagnostics import Confidence
 
 
 def _event_key(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo | None) -> str | None:
@@ -36,6 +38,9 @@ def _timing_not_external(node: cst.Call) -> bool:
     return is_true(timing) and not is_true(keyword(node, "external"))
 
 
+HIGH = Confidence.HIGH
+
+
 class CapturedEventQuery(Rule):
     code = "OFL107"
     explains_reachability = True
@@ -43,6 +48,8 @@ class CapturedEventQuery(Rule):
 
     def find(self, model: ModuleModel) -> Iterator[Finding]:
         captured = self._recorded_in_capture(model)
+        queried: set[str] = set()  # events whose failing host query is reported itself
+        timing: set[str] = set()  # events made with enable_timing=True and not external
         for site in model.all_calls():
             fn = site.function
             if site.method in EVENT_HOST_METHODS and site.receiver is not None:
@@ -52,18 +59,18 @@ class CapturedEventQuery(Rule):
                 if site.method == "elapsed_time" and site.node.args:
                     events.append(site.node.args[0].value)
                 call = f"{code_of(site.receiver, model)}.{site.method}()"
-                if site.hazardous:
+                if site.hazardous and not run_after_capture_by_driver(model, fn):
                     where = "queries a CUDA event from the host in capture-reachable code"
                     yield Finding(site.node, {"call": call, "where": where})
                     continue
                 hit = next((e for e in events if _event_key(model, e, fn) in captured), None)
                 if hit is not None:
                     where = f"queries `{code_of(hit, model)}`, an event recorded in capture-reachable code"
-                    yield Finding(site.node, {"call": call, "where": where})
+                    queried.update(k for e in events if (k := _event_key(model, e, fn)) in captured)
+                    key = _event_key(model, hit, fn)
+                    yield Finding(site.node, {"call": call, "where": where}, confidence=captured[key] if key else None)
             elif site.callee in EVENT_CONSTRUCTORS and _timing_not_external(site.node):
-                keys = self._bound_to(model, site)
-                if any(k in captured for k in keys):
-                    yield self._timing_finding(model, site.node)
+                timing.update(self._bound_to(model, site))
         for (
             stmt
         ) in model.module.body:  # module-level `START = torch.cuda.Event(enable_timing=True)`
@@ -76,30 +83,36 @@ class CapturedEventQuery(Rule):
                     small.value.func
                 ) not in EVENT_CONSTRUCTORS or not _timing_not_external(small.value):
                     continue
-                if any(_event_key(model, t.target, None) in captured for t in small.targets):
-                    yield self._timing_finding(model, small.value)
+                timing.update(k for t in small.targets if (k := _event_key(model, t.target, None)) is not None)
+        # a timing event recorded in a capture whose `elapsed_time` is not seen here (read by
+        # another module, kept for later): reported where it is recorded, once per hazard
+        for site in model.all_calls():
+            event = _recorded_event(model, site)
+            if event is None or not site.hazardous:
+                continue
+            key = _event_key(model, event, site.function)
+            if key in timing and key not in queried:
+                where = (
+                    "records a timing event (`enable_timing=True`, no `external=True`) in capture-reachable"
+                    " code: `elapsed_time` fails after a replay"
+                )
+                yield Finding(site.node, {"call": code_of(site.node, model), "where": where})
 
     @staticmethod
-    def _timing_finding(model: ModuleModel, node: cst.Call) -> Finding:
-        where = "is recorded in capture-reachable code without `external=True`: `elapsed_time` fails after a replay"
-        return Finding(node, {"call": code_of(node, model), "where": where})
-
-    @staticmethod
-    def _recorded_in_capture(model: ModuleModel) -> set[str]:
-        keys: set[str] = set()
+    def _recorded_in_capture(model: ModuleModel) -> dict[str, Confidence]:
+        """Events recorded where a capture may run, by key: how surely (the recording site's tier)."""
+        keys: dict[str, Confidence] = {}
         for site in model.all_calls():
             if not site.hazardous:
                 continue
             fn = site.function
-            event: cst.BaseExpression | None = None
-            if site.method == "record" and site.receiver is not None and len(site.node.args) <= 1:
-                event = site.receiver
-            elif site.method == "record_event" and site.node.args:
-                event = site.node.args[0].value
-            if event is not None and is_event(model, event, fn):
+            event = _recorded_event(model, site)
+            if event is not None:
                 key = _event_key(model, event, fn)
                 if key is not None:
-                    keys.add(key)
+                    reach = HIGH if site.in_graph_region else (fn.confidence or HIGH)
+                    if key not in keys or reach.rank > keys[key].rank:
+                        keys[key] = reach
         return keys
 
     @staticmethod
@@ -132,6 +145,16 @@ class CapturedEventQuery(Rule):
                 if key is not None:
                     keys.add(key)
         return keys
+
+
+def _recorded_event(model: ModuleModel, site: CallSite) -> cst.BaseExpression | None:
+    """The event a call records: `ev.record()` / `ev.record(stream)`, `s.record_event(ev)`."""
+    event: cst.BaseExpression | None = None
+    if site.method == "record" and site.receiver is not None and len(site.node.args) <= 1:
+        event = site.receiver
+    elif site.method == "record_event" and site.node.args:
+        event = site.node.args[0].value
+    return event if event is not None and is_event(model, event, site.function) else None
 
 
 def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -14,8 +14,8 @@ from offlint.analysis.facts import is_event, is_parameter, storage_of
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import Context, ModuleModel
 from offlint.analysis.program import CallSite, FunctionInfo
+from offlint.analysis.reachability import run_after_capture_by_driver
 from offlint.analysis.rule import Finding, Rule, code_of
-from offlint.diagnostics import Confidence
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class StaleCapturedEvent(Rule):
         if not records:
             return
         for site in model.all_calls():
-            if site.hazardous and not _run_after_capture_by_driver(model, site.function):
+            if site.hazardous and not run_after_capture_by_driver(model, site.function):
                 continue  # a wait that may itself be captured is OFL101's
             event = _waited_event(site)
             if event is None or not is_event(model, event, site.function):
@@ -81,14 +81,6 @@ class StaleCapturedEvent(Rule):
                         if key is not None and not _tracked(model, fn, key, None):
                             found.setdefault(key, _Record(key, fn, assign.order))
         return found
-
-
-def _run_after_capture_by_driver(model: ModuleModel, fn: FunctionInfo) -> bool:
-    """`fn` is reached only at the lowest tier and a capture driver calls it outside its capture
-    region (`g.replay(); return h.consume(y)`): it runs eagerly, after a capture."""
-    if fn.confidence is not Confidence.LOW:
-        return False
-    return any(site.function.drives_capture and not site.in_graph_region for site in model.callers_of(fn))
 
 
 def _waited_event(site: CallSite) -> cst.BaseExpression | None:
