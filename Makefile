@@ -1,7 +1,7 @@
 # python3 (>= 3.10) and make are the only prerequisites: each target installs what it runs.
 #   make demo       a small venv with `pip install .` only (no dev tools, no torch), then the demo
 #   make test       the dev venv (.venv), then lint, the docs build and the test-suite without `slow`
-#   make test-slow  the `slow` tests (real release trees from the package registry, long fuzzing)
+#   make test-slow  the `slow` tests (whole release trees from the package registry, clean-venv installs)
 #   make docs       the documentation site (mkdocs build --strict, into build/site)
 VENV ?= .venv
 PY := $(VENV)/bin/python

@@ -103,3 +103,23 @@ def test_the_site_lists_every_page() -> None:
     on_disk = {p.relative_to(docs).as_posix() for p in docs.rglob("*.md")}
     assert set(pages(config["nav"])) == on_disk
     assert {f"rules/{code}.md" for code in load_catalogue()} <= on_disk
+
+
+def test_the_example_is_what_the_tool_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bug section's `check` output and `fix` hunks are the tool's own, on the fixture."""
+    from click.testing import CliRunner
+
+    monkeypatch.chdir(REPO)
+    section = README.split("## The bug it prevents", 1)[1].split("\n## ", 1)[0]
+    shown = section.split("```text\n$ ", 1)[1].split("```", 1)[0]
+    command, expected = shown.split("\n", 1)
+    words = command.split()
+    assert words[0] == "offlint"
+    checked = CliRunner().invoke(main, [*words[1:], "--no-cache"])
+    assert checked.exit_code == 1
+    assert checked.stdout + checked.stderr.strip() + "\n" == expected
+    fixed = CliRunner().invoke(main, ["fix", "--no-force-exclude", "fixtures/sglang_offloader_original.py"])
+    assert fixed.exit_code == 1
+    diff = section.split("```diff\n", 1)[1].split("```", 1)[0]
+    hunks = ["@@ " + hunk for hunk in diff.split("@@ ")[1:]]
+    assert len(hunks) == 2 and all(hunk in fixed.stdout for hunk in hunks)
