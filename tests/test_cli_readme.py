@@ -1,5 +1,6 @@
-"""README's pre-commit and GitHub Actions snippets, exercised: they parse, name hooks and options
-that exist, and the `check` step they run produces the SARIF file the upload step reads."""
+"""The pre-commit and GitHub Actions snippets of README.md and docs/ci.md, checked statically: they
+parse, name hooks and options that exist, and the `check` step they run produces the SARIF file
+the upload step reads (tests/test_ci_recipes.py runs them for real)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
-import offlint
 from offlint.cli import main
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is in the dev extra")
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = README + (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,12 +31,13 @@ else:  # pragma: no cover
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-def snippet(first_line: str) -> Any:
-    """The YAML block of README.md whose first line is `first_line` (a comment naming the file)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", README, re.DOTALL)
+def snippets(first_line: str) -> list[str]:
+    """The YAML blocks of README.md and docs/ci.md whose first line is `first_line` (a comment
+    naming the file)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", DOCS, re.DOTALL)
     found = [block for block in blocks if block.splitlines()[0].strip() == first_line]
-    assert len(found) == 1, f"README.md has no single ```yaml block starting with {first_line!r}"
-    return yaml.safe_load(found[0])
+    assert found, f"no ```yaml block starts with {first_line!r}"
+    return found
 
 
 def options_of(subcommand: str) -> set[str]:
@@ -63,32 +65,44 @@ def assert_runnable(command_line: str) -> list[str]:
 # ---------------------------------------------------------------- pre-commit
 
 
-def test_pre_commit_snippet_points_at_this_project_and_its_hooks() -> None:
-    config = snippet("# .pre-commit-config.yaml")
-    (repo,) = config["repos"]
-    assert repo["repo"] == PYPROJECT["project"]["urls"]["Repository"]
-    assert repo["rev"] == f"v{offlint.__version__}"
+def test_pre_commit_snippets_point_at_this_project_and_its_hooks() -> None:
     manifest = {hook["id"]: hook for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
-    for hook in repo["hooks"]:
-        assert hook["id"] in manifest
-        entry = manifest[hook["id"]]["entry"]
-        assert_runnable(entry + " " + " ".join(shlex.quote(a) for a in hook.get("args", [])))
+    kinds = set()
+    for text in snippets("# .pre-commit-config.yaml"):
+        (repo,) = yaml.safe_load(text)["repos"]
+        for hook in repo["hooks"]:
+            if repo["repo"] == "local":
+                kinds.add("local")
+                # the same command as the published hook
+                assert hook["entry"] == manifest[hook["id"]]["entry"]
+                assert hook["require_serial"] is True and hook["types"] == ["python"]
+                entry = hook["entry"]
+            else:
+                kinds.add("commit")
+                assert repo["repo"] == PYPROJECT["project"]["urls"]["Repository"]
+                assert repo["rev"] == "COMMIT"  # never a tag the repository does not have
+                entry = manifest[hook["id"]]["entry"]
+            assert_runnable(entry + " " + " ".join(shlex.quote(a) for a in hook.get("args", [])))
+    assert kinds == {"local", "commit"}
 
 
-def test_pre_commit_snippet_is_a_valid_config(tmp_path: Path) -> None:
+def test_pre_commit_snippets_are_valid_configs(tmp_path: Path) -> None:
     clientlib = pytest.importorskip("pre_commit.clientlib", reason="pre-commit is in the dev extra")
-    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", README, re.DOTALL) if b.startswith("# .pre-commit-config.yaml")]
-    path = tmp_path / ".pre-commit-config.yaml"
-    path.write_text(blocks[0], encoding="utf-8")
-    loaded = clientlib.load_config(str(path))
-    assert [hook["id"] for hook in loaded["repos"][0]["hooks"]] == ["offlint"]
+    for text in snippets("# .pre-commit-config.yaml"):
+        path = tmp_path / ".pre-commit-config.yaml"
+        path.write_text(text, encoding="utf-8")
+        loaded = clientlib.load_config(str(path))
+        assert [hook["id"] for hook in loaded["repos"][0]["hooks"]] == ["offlint"]
 
 
 # ---------------------------------------------------------------- GitHub Actions
 
 
 def workflow() -> dict[str, Any]:
-    return snippet("# .github/workflows/offlint.yml")
+    """The full workflow of docs/ci.md (README.md shows its check job)."""
+    full = [w for w in map(yaml.safe_load, snippets("# .github/workflows/offlint.yml")) if "probe" in w["jobs"]]
+    assert len(full) == 1
+    return full[0]
 
 
 def run_lines(job: dict[str, Any]) -> list[str]:
@@ -121,6 +135,14 @@ def test_workflow_probes_on_a_self_hosted_gpu_runner() -> None:
     assert any("offlint[probe]" in line for line in run_lines(probe))
 
 
+def test_workflows_install_from_the_repository_at_a_commit() -> None:
+    url = PYPROJECT["project"]["urls"]["Repository"]
+    for text in snippets("# .github/workflows/offlint.yml"):
+        for job in yaml.safe_load(text)["jobs"].values():
+            installs = [line for line in run_lines(job) if line.startswith("pip install")]
+            assert installs and all(f"git+{url}@COMMIT" in line for line in installs), installs
+
+
 def test_the_workflow_check_step_writes_valid_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run the workflow's check command for real on a small project."""
     (command,) = [line for line in run_lines(workflow()["jobs"]["check"]) if line.startswith("offlint ")]
@@ -141,8 +163,8 @@ def test_the_workflow_check_step_writes_valid_sarif(tmp_path: Path, monkeypatch:
 # ---------------------------------------------------------------- the rest of what README says about the CLI
 
 
-def test_readme_check_synopsis_lists_every_option() -> None:
-    synopsis = README.split("## `offlint check`", 1)[1].split("```", 2)[1]
+def test_check_synopsis_lists_every_option() -> None:
+    synopsis = (REPO / "docs" / "check.md").read_text(encoding="utf-8").split("```", 2)[1]
     command = main.get_command(click.Context(main), "check")
     assert command is not None
     for param in command.params:
@@ -150,18 +172,8 @@ def test_readme_check_synopsis_lists_every_option() -> None:
         if not isinstance(param, click.Option) or "--help" in names:
             continue
         assert any(re.search(re.escape(name) + r"\b", synopsis) for name in names), (
-            f"README's check synopsis does not mention {names}"
+            f"docs/check.md's synopsis does not mention {names}"
         )
-
-
-def test_readme_configuration_table_matches_the_known_keys() -> None:
-    from offlint.config import KNOWN_KEYS
-
-    table = README.split("## Configuration", 1)[1].split("\n\n| key |", 1)[1].split("\n\n", 1)[0]
-    named = set(re.findall(r"^\| `([a-z-]+)`(?:, `([a-z-]+)`)?", table, re.MULTILINE))
-    keys = {key for pair in named for key in pair if key}
-    assert keys == set(KNOWN_KEYS)
-    assert "target-torch" not in table
 
 
 def test_pyproject_metadata_is_complete() -> None:
@@ -170,6 +182,7 @@ def test_pyproject_metadata_is_complete() -> None:
     assert project["authors"] and project["classifiers"] and project["keywords"]
     assert {"Homepage", "Repository", "Issues"} <= set(project["urls"])
     assert "pathspec>=0.12" in project["dependencies"]
-    assert {"pre-commit>=3.2", "pyyaml>=6"} <= set(project["optional-dependencies"]["dev"])
+    dev = set(project["optional-dependencies"]["dev"])
+    assert {"pre-commit>=3.2", "pyyaml>=6", "pytest-xdist>=3.5", "mkdocs>=1.6", "mkdocs-material>=9.5"} <= dev
     minor = f"Programming Language :: Python :: {sys.version_info.major}.{sys.version_info.minor}"
     assert minor in project["classifiers"]
