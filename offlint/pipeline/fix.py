@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from offlint.diagnostics import FileError
+
+if TYPE_CHECKING:
+    from offlint.analysis.engine import FileSettings
+    from offlint.config import SelectionOverrides
 from offlint.reporting._sources import printable
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
@@ -70,6 +75,7 @@ def run_fix(
         finder = ConfigFinder(config_file, fallback_root=cwd)
         files, run_errors = discover(list(paths), finder, cwd)
         roots = tree_roots(paths)
+        tree = _tree_facts(paths, config_file, overrides) if len(files) > 1 else {}
         if apply:
             # only in folders of the tree: a link's target folder elsewhere is not ours to clean
             remove_stale_temps(sorted({Path(f.real).parent for f in files if inside(f.real, roots)}))
@@ -92,6 +98,8 @@ def run_fix(
                 compile_safe=safe,
                 capture_reachable=tuple(config.capture_reachable),
                 min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
+                seeds=tree[found.display].seeds if found.display in tree else (),
+                segmented_capture=tree[found.display].segmented_capture if found.display in tree else False,
             )
             if apply and not inside(found.real, roots):
                 run_errors.append(outside_tree_error(found.display, found.real))
@@ -177,6 +185,19 @@ def run_fix(
     if exit_non_zero_on_fix and written:
         return EXIT_CHANGES
     return EXIT_CLEAN
+
+
+def _tree_facts(
+    paths: tuple[Path, ...], config_file: Path | None, overrides: SelectionOverrides
+) -> dict[str, FileSettings]:
+    """What `check` learns from the whole tree about each file (the functions other modules'
+    capture regions reach, segmented capture): a finding `check` shows because another module
+    reaches it is one `fix` sees too. `check`'s own run, with its cache and workers."""
+    from offlint.pipeline.check import CheckOptions, check_paths
+
+    facts: dict[str, FileSettings] = {}
+    check_paths(CheckOptions(paths=paths, overrides=overrides, config_file=config_file, analysed_with=facts))
+    return facts
 
 
 def _text_summary(
