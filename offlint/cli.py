@@ -341,7 +341,7 @@ def apply_check_fixes(
             show_diff=not write,
             strategy=None,
             select=select,
-            ignore=(*ignore, *unsafe_codes),
+            ignore=ignore,
             output_format="text",
             config_file=config_file,
             color=color,
@@ -349,6 +349,7 @@ def apply_check_fixes(
             exit_zero=not stdin,  # a file's findings left are reported by the check that follows
             apply_hint="--fix --unsafe-fixes" if unsafe else "--fix",
             stdin_filename=stdin_filename,
+            not_fixed_codes=unsafe_codes,
         )
     if code == EXIT_ERROR and not show:
         click.echo(listing.getvalue(), err=True, nl=False)  # the errors, at least

@@ -258,6 +258,12 @@ def _check_settings(settings: FixSettings) -> FileSettings:
     )
 
 
+def left_after(data: bytes, path: str, settings: FixSettings) -> list[Diagnostic]:
+    """The findings `check` shows on `data` at the settings' floor (what a fix left)."""
+    report = check_source(data, path, _check_settings(settings))
+    return [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
+
+
 def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     """Fix one file's bytes. Never raises: failures become FileErrors on the result, and a file
     whose fixing failed midway is left as it was read."""

@@ -11,6 +11,7 @@ temporary files a killed run left next to the files it fixes are removed first.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -46,14 +47,16 @@ def run_fix(
     compile_safe: bool | None = None,
     apply_hint: str = "--apply",
     stdin_filename: str | None = None,
+    not_fixed_codes: tuple[str, ...] = (),
 ) -> int:
     """`offlint fix` (and `check --fix/--diff`) on `paths`; `-` alone: the source on stdin, fixed
-    to stdout (`apply_hint`: the option that writes what a diff shows, named in its closing line)."""
+    to stdout (`apply_hint`: the option that writes what a diff shows, named in its closing line;
+    `not_fixed_codes`: rules reported but not fixed, the unsafe ones of `check --fix`)."""
     from offlint.catalogue import CatalogueError, load_catalogue
     from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, resolve_selection
     from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
     from offlint.discovery import discover
-    from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+    from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source, left_after
     from offlint.fixing.compile_safe import AUTO as COMPILE_SAFE_AUTO
     from offlint.fixing.compile_safe import parse_setting
     from offlint.fixing.diffs import unified_diff
@@ -97,7 +100,7 @@ def run_fix(
             except ValueError as exc:
                 raise ConfigError(f"{config.source}: [tool.offlint.fix] {exc}") from None
             return FixSettings(
-                select=resolve_selection(config, overrides, codes, defaults, path),
+                select=resolve_selection(config, overrides, codes, defaults, path) - set(not_fixed_codes),
                 strategy=chosen,
                 compile_safe=safe,
                 capture_reachable=tuple(config.capture_reachable),
@@ -112,7 +115,12 @@ def run_fix(
             # as `check -`: the name (and the config that applies) from --stdin-filename
             where = Path(stdin_filename) if stdin_filename else cwd / "stdin.py"
             data = sys.stdin.buffer.read()
-            result = fix_source(data, stdin_filename or "-", settings_for(where))
+            settings = settings_for(where)
+            result = fix_source(data, stdin_filename or "-", settings)
+            if not_fixed_codes and not result.errors:
+                # what is left is every selected rule's, the ones not fixed included
+                shown = dataclasses.replace(settings, select=settings.select | set(not_fixed_codes))
+                result.left = left_after(result.fixed, result.path, shown)
             return _fix_stdin(result, diff=show_diff and not apply, color=color, exit_zero=exit_zero)
         files, run_errors = discover(list(paths), finder, cwd)
         roots = tree_roots(paths)
