@@ -282,8 +282,8 @@ def check_command(
         # like ruff: `--stdin-filename` without paths means the source comes from stdin
         paths = (Path("-"),) if stdin_filename else (Path("."),)
     if fix or diff:
-        if Path("-") in paths:
-            fail("--fix and --diff need files: stdin cannot be rewritten")
+        # `-`: the fixed source (or the diff) on stdout, what is left on stderr (editors)
+        stdin = Path("-") in paths
         from offlint.config import discovery_overrides
 
         with discovery_overrides(config_overrides):
@@ -297,8 +297,11 @@ def check_command(
                 config_file=config_file,
                 min_confidence=min_confidence,
                 color=use_color(color, sys.stdout.isatty()),
+                stdin_filename=stdin_filename,
             )
-        if diff or fixed == EXIT_ERROR:
+        if stdin and exit_zero and fixed == EXIT_FINDINGS:
+            fixed = EXIT_CLEAN
+        if diff or stdin or fixed == EXIT_ERROR:
             sys.exit(fixed)
     code = run_check(
         CheckRequest(
@@ -347,6 +350,7 @@ def apply_check_fixes(
     config_file: Path | None,
     min_confidence: str | None,
     color: bool,
+    stdin_filename: str | None = None,
 ) -> int:
     """`check --fix` / `--diff`, as ruff's: the fixes of the findings `check` shows, the safe ones
     unless `unsafe` (each rule's safety is stated once, in its rules/ file); `fix`'s own engine
@@ -362,19 +366,24 @@ def apply_check_fixes(
         code for code, spec in load_catalogue().items() if spec.fix_safety.value != "safe"
     )
     listing = io.StringIO()
-    with contextlib.redirect_stderr(sys.stderr if show else listing):
+    # stdin: stderr is all the report there is (the fixed source is on stdout)
+    stdin = Path("-") in paths
+    with contextlib.redirect_stderr(sys.stderr if show or stdin else listing):
         code = run_fix(
             paths=paths,
             apply=write,
             show_diff=not write,
             strategy=None,
             select=select,
-            ignore=(*ignore, *unsafe_codes),
+            ignore=ignore,
             output_format="text",
             config_file=config_file,
             color=color,
             min_confidence=min_confidence,
-            exit_zero=True,
+            exit_zero=not stdin,  # a file's findings left are reported by the check that follows
+            apply_hint="--fix --unsafe-fixes" if unsafe else "--fix",
+            stdin_filename=stdin_filename,
+            not_fixed_codes=unsafe_codes,
         )
     if code == EXIT_ERROR and not show:
         click.echo(listing.getvalue(), err=True, nl=False)  # the errors, at least

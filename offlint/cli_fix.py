@@ -71,7 +71,12 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--color/--no-color",
     default=None,
-    help="Force colour on or off (default: when stdout is a terminal).",
+    help="Force colour on or off (default: NO_COLOR, FORCE_COLOR, TERM=dumb, else when stdout is a terminal).",
+)
+@click.option(
+    "--stdin-filename",
+    help="Name (and config location) of source read from `-`; without PATHS, read stdin. "
+    "The fixed source goes to stdout (the diff with --diff), the rest to stderr.",
 )
 @discovery_options
 def fix_command(
@@ -88,30 +93,40 @@ def fix_command(
     output_format: str,
     config_file: Path | None,
     color: bool | None,
+    stdin_filename: str | None,
     force_exclude: bool | None,
     respect_gitignore: bool | None,
 ) -> None:
-    """Rewrite capture hazards in PATHS into capture-aware code (diff by default)."""
+    """Rewrite capture hazards in PATHS into capture-aware code (diff by default); `-`: the
+    source on stdin, the fixed source on stdout."""
+    from offlint.cli import use_color
     from offlint.config import DiscoveryOverrides, discovery_overrides
+
+    if not paths:
+        # like `check`: `--stdin-filename` without paths means the source comes from stdin
+        paths = (Path("-"),) if stdin_filename else (Path("."),)
+    stdin = Path("-") in paths
 
     discovery = DiscoveryOverrides(respect_gitignore=respect_gitignore, force_exclude=force_exclude)
     with discovery_overrides(discovery):
         from offlint.pipeline.fix import run_fix
 
         code = run_fix(
-            paths=paths or (Path("."),),
+            paths=paths,
             apply=apply_,
-            show_diff=show_diff or not apply_,
+            # stdin: the fixed source, or the diff when asked for
+            show_diff=show_diff or (not apply_ and not stdin),
             strategy=strategy,
             select=_split(select) if select else None,
             ignore=_split(ignore),
             output_format=output_format,
             config_file=config_file,
-            color=sys.stdout.isatty() if color is None else color,
+            color=use_color(color, sys.stdout.isatty()),
             min_confidence=min_confidence,
             exit_zero=exit_zero,
             exit_non_zero_on_fix=exit_non_zero_on_fix,
             compile_safe=compile_safe,
+            stdin_filename=stdin_filename,
         )
     sys.exit(code)
 

@@ -107,7 +107,7 @@ CONCISE = [
     f"pkg/offloader.py:11:9: OFL101 {MSG_WAIT} [medium]",
     f"pkg/prefetch.py:7:9: OFL204 [*] {MSG_RECORD}",
 ]
-SUMMARY = "Found 4 errors (1 fixable with `offlint fix --apply`).\n"
+SUMMARY = "Found 4 errors (1 fixable with `offlint check --fix`).\n"
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -704,7 +704,7 @@ def test_stdin_with_a_filename(project: Path) -> None:
     # fixability is confirmed on the piped text too
     code, lines, err = concise("-", "--stdin-filename", "pkg/edited.py", input=RECORD)
     assert (code, lines) == (1, [f"pkg/edited.py:7:9: OFL204 [*] {MSG_RECORD}"])
-    assert err == "Found 1 error (1 fixable with `offlint fix --apply`).\n"
+    assert err == "Found 1 error (1 fixable with `offlint check --fix`).\n"
 
 
 def test_stdin_filename_alone_reads_stdin(project: Path) -> None:

@@ -516,7 +516,7 @@ def test_summary_counts_and_run_errors(report: RunReport, root: Path) -> None:
     assert render_summary(report, root=root).splitlines() == [
         "missing.py: missing-path: no such file or directory",
         "pkg/broken.py:4: syntax-error: invalid syntax",
-        "Found 3 errors (2 fixable with `offlint fix --apply`).",
+        "Found 3 errors (1 fixable with `offlint check --fix`, 1 more with an unsafe fix: `offlint check --fix --unsafe-fixes`).",
         "2 files could not be checked.",
     ]
 

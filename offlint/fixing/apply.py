@@ -20,6 +20,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from offlint.analysis.build import build_model
+from offlint.analysis.callgraph import Seed
 from offlint.analysis.deep_stack import on_deep_stack
 from offlint.analysis.engine import (
     DecodeError,
@@ -63,6 +64,15 @@ class FixSettings:
     capture_reachable: tuple[str, ...] = ()
     min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE  # fixes act on what `check` shows
     compile_safe: bool | None = None  # no capture test in the output; None: where torch.compile is used
+    # what the whole tree taught `check` about this file (other modules' capture regions reaching
+    # its functions, segmented capture): `fix` sees the findings `check` showed, not fewer
+    seeds: tuple[Seed, ...] = ()
+    segmented_capture: bool = False
+
+    def model_options(self) -> ModelOptions:
+        return ModelOptions(
+            capture_reachable=self.capture_reachable, seeds=self.seeds, segmented_capture=self.segmented_capture
+        )
 
 
 @dataclass(frozen=True)
@@ -240,8 +250,18 @@ def changed_outside(before: bytes, after: bytes, spans: list[tuple[int, int]]) -
 
 def _check_settings(settings: FixSettings) -> FileSettings:
     return FileSettings(
-        select=settings.select, capture_reachable=settings.capture_reachable, min_confidence=settings.min_confidence
+        select=settings.select,
+        capture_reachable=settings.capture_reachable,
+        min_confidence=settings.min_confidence,
+        seeds=settings.seeds,
+        segmented_capture=settings.segmented_capture,
     )
+
+
+def left_after(data: bytes, path: str, settings: FixSettings) -> list[Diagnostic]:
+    """The findings `check` shows on `data` at the settings' floor (what a fix left)."""
+    report = check_source(data, path, _check_settings(settings))
+    return [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
 
 
 def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
@@ -312,9 +332,7 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                     parsed = (current, module, None)
                 _, module, model = parsed
                 if model is None:
-                    model = build_model(
-                        module, ModelOptions(capture_reachable=settings.capture_reachable)
-                    )
+                    model = build_model(module, settings.model_options())
                     parsed = (current, module, model)
                 plan, used = fixer.plan(model, settings)
             except Exception as exc:  # one bad file never stops the run
@@ -411,7 +429,7 @@ def _reasons(
         return []
     module = cst.parse_module(data)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    model = build_model(module, ModelOptions(capture_reachable=settings.capture_reachable))
+    model = build_model(module, settings.model_options())
     found: dict[tuple[str, int], NotFixed] = {}
     for fixer in fixers:
         try:

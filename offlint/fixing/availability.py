@@ -34,6 +34,8 @@ def _plans(
         capture_reachable=settings.capture_reachable,
         min_confidence=settings.min_confidence,
         compile_safe=settings.compile_safe,
+        seeds=settings.seeds,
+        segmented_capture=settings.segmented_capture,
     )
     for fixer in FIXERS:
         if not fixer.selected(wanted):

@@ -43,7 +43,7 @@ from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.compile_safe import NEEDS_CAPTURE_STATE
 from offlint.fixing.edits import StatementPlan
-from offlint.fixing.findings import at_call_sites
+from offlint.fixing.findings import Found, at_call_sites
 
 RULES = ("OFL101", "OFL202")
 # the consumer must know whether the event was recorded on its side of a capture boundary
@@ -626,3 +626,28 @@ def _argument(site: CallSite, producer: Producer) -> cst.BaseExpression | None:
         elif arg.star == "" and position < len(names) and names[position] == producer.index_param:
             return arg.value
     return None
+
+
+# ----------------------------------------------------------------------------- hazard pairs
+
+
+def paired_waits(model: ModuleModel, fork: CallSite, floor: Confidence) -> list[tuple[Found, CallSite]]:
+    """The waits (OFL101) on an event that the forking call `fork` records on the side stream
+    it forks: with the fork, one hazard pair (fork <-> wait, record <-> wait). A join at the fork
+    alone silences the fork's finding while that wait still fails the capture (905), so the
+    pair is fixed together or not at all."""
+    forker = fork.function
+    if forker.cls is None:
+        return []
+    paired = []
+    for found, site in at_call_sites(model, RULES[:1], floor):
+        method = site.function
+        while method.parent is not None:  # a closure of a method sees its `self`
+            method = method.parent
+        if method.cls is not forker.cls or method is forker:
+            continue
+        event = site.receiver if site.method == "wait" else site.node.args[0].value
+        storage = _storage(site.function, event) if event is not None else None
+        if storage is not None and _records_into(model, forker, storage):
+            paired.append((found, site))
+    return paired

@@ -33,8 +33,8 @@ from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan
 from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
-from offlint.fixing.event_handoff import handoff_of
-from offlint.fixing.findings import at_call_sites
+from offlint.fixing.event_handoff import handoff_of, paired_waits, plan_event_handoffs
+from offlint.fixing.findings import Found, at_call_sites
 
 RULES = ("OFL103",)
 
@@ -44,7 +44,16 @@ def plan_fork_joins(model: ModuleModel, floor: Confidence, *, compile_safe: bool
     spelling = None if compile_safe else CaptureTestSpelling(model, plan, RULES)
     anchored: set[int] = set()
     handed_off = _left_handoff_producers(model, floor) if compile_safe else set()
+    unfixed: dict[int, str] | None = None  # asked only when a fork has a paired wait
     for found, site in at_call_sites(model, RULES, floor):
+        pairs = paired_waits(model, site, floor)
+        if pairs and id(site.function) not in handed_off:  # those are left below, with their reason
+            if unfixed is None:
+                unfixed = _unfixed_waits(model, floor, compile_safe)
+            left = [(wait, unfixed[id(wait.node)]) for wait, _ in pairs if id(wait.node) in unfixed]
+            if left:
+                plan.not_fixed.append((found.code, found.node, _pair_reason(model, left[0][0], left[0][1])))
+                continue
         placed = _join(model, site, spelling)
         if isinstance(placed, str):
             plan.not_fixed.append((found.code, found.node, placed))
@@ -73,6 +82,33 @@ _HANDED_OFF = (
     "its copy is waited on in a later call through an event, a hand-off compile-safe leaves (it needs "
     "the capture state at run time): a join here alone would not make the wait capturable"
 )
+
+
+def _unfixed_waits(model: ModuleModel, floor: Confidence, compile_safe: bool) -> dict[int, str]:
+    """The waits (ids of their finding nodes) that neither wait fixer fixes, with their reasons.
+    `fix` runs those fixers before this one (a wait they fix is gone by then); `check` plans every
+    fixer on the text it read: asking them here gives both the same answer."""
+    from offlint.fixing.external_event import plan_external_events
+
+    reasons: dict[int, list[str]] = {}
+    plans = (
+        plan_event_handoffs(model, floor, compile_safe=compile_safe),
+        plan_external_events(model, floor, compile_safe=compile_safe),
+    )
+    for plan in plans:
+        for code, node, reason in plan.not_fixed:
+            if code == "OFL101":
+                reasons.setdefault(id(node), []).append(reason)
+    return {node: "; ".join(found) for node, found in reasons.items() if len(found) == len(plans)}
+
+
+def _pair_reason(model: ModuleModel, wait: Found, why: str) -> str:
+    shown = model.code_for(wait.node)
+    return (
+        f"its pair, the wait `{shown}` (OFL101) on the event this fork's copy records, could not be "
+        f"fixed ({why}); a join here alone would silence this finding while that wait still fails "
+        "the capture (905): fix the wait first, or record its event in the capture that waits on it"
+    )
 
 
 def _left_handoff_producers(model: ModuleModel, floor: Confidence) -> set[int]:

@@ -73,6 +73,9 @@ class CheckOptions:
     use_cache: bool = True
     front_end: str = "skeleton"  # FileSettings.front_end: "skeleton", or "libcst" (--parser libcst)
     cache_dir: Path | None = None  # --cache-dir; None: .offlint_cache in the project root
+    # when given, filled with the settings each file's reported result was analysed with (display
+    # -> settings, cross-module seeds included): `fix` fixes with what `check` knew
+    analysed_with: dict[str, FileSettings] | None = None
 
 
 def settings_for(
@@ -245,7 +248,7 @@ def _check_paths(options: CheckOptions) -> RunReport:
                     results_cache.put(key, file_report)  # every finding: the floor is the report's
                 report.files.append(below_floor_hidden(file_report, floors[file_report.path]))
             with clock("call graph"):
-                _follow_calls_across_modules(report, files, settings_of, results_cache, pool)
+                reanalysed = _follow_calls_across_modules(report, files, settings_of, results_cache, pool)
         finally:
             if pool is not None:
                 pool.close()
@@ -254,6 +257,9 @@ def _check_paths(options: CheckOptions) -> RunReport:
             results_cache.save()
     report.files.sort(key=lambda f: f.path)
     report.timings["total"] = time.perf_counter() - started
+    if options.analysed_with is not None:
+        options.analysed_with.update((found.display, settings_of(found)) for found in files)
+        options.analysed_with.update(reanalysed)
     return report
 
 
@@ -267,12 +273,13 @@ def _follow_calls_across_modules(
     settings_of: _SettingsMemo,
     results_cache: ResultCache | None,
     pool: _Pool | None,
-) -> None:
+) -> dict[str, FileSettings]:
     """Re-analyse the files whose functions other modules reach from a capture region
     (`callgraph.py`), round by round, until no new function is reached; then, when the tree
-    captures in segments, the files that leave event forks to a later join."""
+    captures in segments, the files that leave event forks to a later join. Returns the settings
+    each re-analysed file was last analysed with."""
     if not any(f.index for f in report.files):
-        return
+        return {}
     from offlint.analysis.callgraph import (
         ModuleNames,
         cross_module_seeds,
@@ -306,6 +313,7 @@ def _follow_calls_across_modules(
     if segmented:
         again.segmented = True
         again.run(segmented)
+    return again.analysed_with
 
 
 class _Reanalysis:
@@ -328,6 +336,7 @@ class _Reanalysis:
         self.pool = pool
         self.seeded: dict[str, dict[str, Seed]] = {}
         self.segmented = False
+        self.analysed_with: dict[str, FileSettings] = {}
 
     def run(self, changed: Sequence[str]) -> None:
         jobs: list[Job] = []
@@ -341,6 +350,7 @@ class _Reanalysis:
                 segmented_capture=self.segmented,
             )
             floors[key] = settings
+            self.analysed_with[key] = settings
             done = _cached_or_job(found, settings, self.results_cache)
             if isinstance(done, FileReport):
                 self.report.files[self.position[key]] = below_floor_hidden(done, settings)
