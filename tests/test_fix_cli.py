@@ -113,7 +113,7 @@ def test_check_fix_stdin_applies_the_safe_fixes_only(project: Path) -> None:
 def test_the_summary_counts_safe_and_unsafe_fixes_with_the_command_for_each(project: Path) -> None:
     result = _run(["check", "safe.py", "zoo.py", "--no-cache"])
     assert result.stderr.splitlines()[-2].startswith(
-        "Found 4 errors (1 fixable with `offlint check --fix`, 2 more with unsafe fixes: "
+        "Found 5 errors (1 fixable with `offlint check --fix`, 2 more with unsafe fixes: "
         "`offlint check --fix --unsafe-fixes`)."
     )
     only_unsafe = _run(["check", "zoo.py", "--no-cache"]).stderr
