@@ -8,9 +8,13 @@ into DIR (the GPU machine has no libcst: the fix is made here and travels).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import types
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner
@@ -68,7 +72,7 @@ def test_pyproject_key_is_read_and_checked(tmp_path: Path) -> None:
     assert read_pyproject_settings(good) == {"capture-mode": "segmented-sglang"}
     bad = tmp_path / "bad.toml"
     bad.write_text('[tool.offlint.probe]\ncapture-mode = "half"\n', encoding="utf-8")
-    with pytest.raises(ProbeUsageError, match="capture-mode.*expected one of whole, pieces"):
+    with pytest.raises(ProbeUsageError, match=r"capture-mode.*expected one of whole, pieces"):
         read_pyproject_settings(bad)
 
 
@@ -139,6 +143,188 @@ def test_the_split_needs_a_layer_list_and_says_so_in_a_line() -> None:
     assert "\n" not in str(info.value)
     with pytest.raises(ProbeUsageError, match="has 1 layer"):
         layer_list(build_stack(weights[:1]))
+
+
+# --- the split's sequence, dry-run on the CPU with CUDA's calls faked --------------------------
+
+
+class _Log:
+    events: ClassVar[list[str]] = []
+    capturing: int | None = None  # the fake graph being captured
+    graphs = 0
+    members: ClassVar[set[str]] = (
+        set()
+    )  # the streams in that capture (forked into it, as CUDA has it)
+
+
+class _FakeStream:
+    def __init__(self, name: str = "side") -> None:
+        self.name = name
+        self.cuda_stream = id(self)
+
+    def wait_stream(self, other: _FakeStream) -> None:
+        _Log.events.append(f"{self.name}.wait_stream({other.name})")
+        if _Log.capturing is not None and other.name in _Log.members:
+            _Log.members.add(self.name)
+
+
+class _FakeGraph:
+    def __init__(self) -> None:
+        _Log.graphs += 1
+        self.number = _Log.graphs
+
+    def capture_begin(self, pool: object = None) -> None:
+        assert _Log.capturing is None
+        _Log.capturing = self.number
+        _Log.members = {"capture"}
+        _Log.events.append(f"begin {self.number}")
+
+    def capture_end(self) -> None:
+        assert _Log.capturing == self.number
+        _Log.capturing = None
+        _Log.events.append(f"end {self.number}")
+
+    def replay(self) -> None:
+        _Log.events.append(f"replay {self.number}")
+
+
+@pytest.fixture
+def fake_capture(monkeypatch: pytest.MonkeyPatch) -> Any:
+    torch = pytest.importorskip("torch")
+    import offlint.probing.capture_modes as capture_modes
+
+    _Log.events, _Log.capturing, _Log.graphs = [], None, 0
+    capture_stream = _FakeStream("capture")
+    outer = _FakeStream("outer")
+    current = [outer]
+
+    @contextlib.contextmanager
+    def stream_context(stream: _FakeStream) -> Iterator[None]:
+        was = current[0]
+        current[0] = stream
+        try:
+            yield
+        finally:
+            current[0] = was
+
+    def set_stream(stream: _FakeStream) -> None:
+        current[0] = stream
+
+    fake = types.SimpleNamespace(
+        Stream=lambda: capture_stream,
+        CUDAGraph=_FakeGraph,
+        synchronize=lambda: None,
+        empty_cache=lambda: None,
+        current_stream=lambda: current[0],
+        set_stream=set_stream,
+        stream=stream_context,
+        is_current_stream_capturing=lambda: (
+            _Log.capturing is not None and current[0].name in _Log.members
+        ),
+    )
+    monkeypatch.setattr(
+        capture_modes, "torch", types.SimpleNamespace(cuda=fake, Tensor=torch.Tensor)
+    )
+    return torch
+
+
+def _logged_stack(torch: Any) -> Any:
+    from offlint.probing.model import build_stack
+
+    stack = build_stack([torch.eye(4) for _ in range(8)])
+    for index, layer in enumerate(stack.layers):
+
+        def note(module: Any, args: Any, output: Any, index: int = index) -> None:
+            where = f"in {_Log.capturing}" if _Log.capturing else "eager"
+            _Log.events.append(f"layer {index} {where}")
+
+        layer.register_forward_hook(note)
+    return stack
+
+
+def test_pieces_are_two_graphs_split_at_the_middle_layer_with_nothing_between(
+    fake_capture: Any,
+) -> None:
+    from offlint.probing.capture_modes import capture_split
+
+    torch = fake_capture
+    stack = _logged_stack(torch)
+    x = torch.ones(2, 4)
+    split, output = capture_split("pieces", lambda: stack(x), list(stack.layers), None)
+    assert torch.equal(output, stack(x))
+    events = _Log.events[: _Log.events.index("outer.wait_stream(capture)") + 1]
+    assert events == [
+        "capture.wait_stream(outer)",
+        "begin 1",
+        *[f"layer {i} in 1" for i in range(4)],
+        "end 1",
+        "begin 2",
+        *[f"layer {i} in 2" for i in range(4, 8)],
+        "end 2",
+        "outer.wait_stream(capture)",
+    ]
+    assert split.describe() == {"graphs": 2, "eager_breaks": 0}
+    _Log.events.clear()
+    split.replay()
+    assert _Log.events == ["replay 1", "replay 2"]  # the hooks are gone: no layer runs
+
+
+@pytest.mark.parametrize("mode", ["segmented-vllm", "segmented-sglang"])
+def test_segments_run_the_middle_layer_eagerly_between_them_at_capture_and_replay(
+    fake_capture: Any, mode: str
+) -> None:
+    from offlint.probing.capture_modes import capture_split
+
+    torch = fake_capture
+    stack = _logged_stack(torch)
+    x = torch.ones(2, 4)
+    split, _ = capture_split(mode, lambda: stack(x), list(stack.layers), None)
+    assert _Log.events[1:12] == [
+        "begin 1",
+        *[f"layer {i} in 1" for i in range(4)],
+        "end 1",
+        "layer 4 eager",
+        "begin 2",
+        *[f"layer {i} in 2" for i in range(5, 8)],
+    ]
+    assert split.breaks == 1 and len(split.graphs) == 2
+    _Log.events.clear()
+    split.replay()
+    assert _Log.events == ["replay 1", "layer 4 eager", "replay 2"]
+
+
+def test_sglang_segments_join_wait_stream_forks_at_each_segment_end(fake_capture: Any) -> None:
+    """A side stream forked in segment 1 (`side.wait_stream(capturing)`) and never joined is
+    joined by the capture at segment 1's end; vLLM's segments leave it."""
+    from offlint.probing.capture_modes import capture_split
+
+    torch = fake_capture
+    stack = _logged_stack(torch)
+    side = _FakeStream("side")
+
+    def fork(module: Any, args: Any, output: Any) -> None:
+        side.wait_stream(fake_torch_current())
+
+    import offlint.probing.capture_modes as capture_modes
+
+    def fake_torch_current() -> Any:
+        return capture_modes.torch.cuda.current_stream()
+
+    stack.layers[1].register_forward_hook(fork)
+    x = torch.ones(2, 4)
+    for mode, joined in (("segmented-sglang", [1, 0]), ("segmented-vllm", None)):
+        _Log.events.clear()
+        split, _ = capture_split(mode, lambda: stack(x), list(stack.layers), None)
+        end_1 = next(i for i, event in enumerate(_Log.events) if event.startswith("end "))
+        if joined is None:
+            assert "capture.wait_stream(side)" not in _Log.events, _Log.events
+            assert "joins_at_segment_end" not in split.describe()
+        else:
+            assert _Log.events[end_1 - 1] == "capture.wait_stream(side)", _Log.events
+            assert split.describe()["joins_at_segment_end"] == joined
+        # the hook is lifted: a wait_stream after the capture is the stream's own
+        assert _FakeStream.wait_stream.__name__ == "wait_stream"
+        assert "hooked" not in repr(_FakeStream.wait_stream)
 
 
 # --- what the GPU run reads ----------------------------------------------------------------------

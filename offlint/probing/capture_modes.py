@@ -30,6 +30,7 @@ engine's own pre-capture / pre-replay offloader sync (vLLM's `sync_prev_onload()
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -103,22 +104,25 @@ class _SGLangForkTracking:
         self._raw: Any = None
 
     def install(self) -> None:
-        self.owned = "wait_stream" in vars(torch.cuda.Stream)
-        self._raw = vars(torch.cuda.Stream).get("wait_stream")
-        self.original = torch.cuda.Stream.wait_stream
+        # The class of the capture stream is torch.cuda.Stream, the class SGLang hooks.
+        cls = type(self.capturing)
+        self.owned = "wait_stream" in vars(cls)
+        self._raw = vars(cls).get("wait_stream")
+        self.original = cls.wait_stream
         tracking = self
 
         def wait_stream(stream: torch.cuda.Stream, other: torch.cuda.Stream) -> Any:
             return tracking.hooked(stream, other)
 
-        torch.cuda.Stream.wait_stream = wait_stream  # type: ignore[method-assign,assignment]
+        cls.wait_stream = wait_stream  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
+        cls = type(self.capturing)
         if self.owned:
-            torch.cuda.Stream.wait_stream = self._raw  # type: ignore[method-assign]
+            cls.wait_stream = self._raw  # type: ignore[method-assign]
         else:
             with contextlib.suppress(AttributeError):
-                delattr(torch.cuda.Stream, "wait_stream")
+                delattr(cls, "wait_stream")
 
     def hooked(self, stream: torch.cuda.Stream, other: torch.cuda.Stream) -> Any:
         capturing = self.capturing.cuda_stream
@@ -141,6 +145,10 @@ class _SGLangForkTracking:
                 joined += 1
         self.forked.clear()
         return joined
+
+
+def _replay(graph: torch.cuda.CUDAGraph) -> None:
+    graph.replay()
 
 
 def _copy_outputs(into: Any, fresh: Any) -> None:
@@ -194,7 +202,8 @@ def capture_split(
         graph = current.pop()
         graph.capture_end()
         split.graphs.append(graph)
-        split.steps.append(graph.replay)
+        # looked up at replay, as a whole graph's replay is (the sanitizer may wrap it)
+        split.steps.append(functools.partial(_replay, graph))
 
     def before_middle(module: nn.Module, args: Any) -> None:
         depth[0] += 1
