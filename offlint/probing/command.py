@@ -38,6 +38,7 @@ _OPTION_KEYS = {
     "profile": "profile",
     "compile_check": "compile",
     "compiled": "compiled",
+    "capture_mode": "capture-mode",
     "scenario": "scenarios",
     "wrap_method": "wrap-method",
     "post_init_method": "post-init-method",
@@ -165,6 +166,15 @@ _OPTION_KEYS = {
     "captured by hand, reduce-overhead = torch.compile(mode='reduce-overhead') making its own "
     "CUDA graphs. Reports graph breaks (Dynamo's counters) and whether it ran compiled or fell "
     "back. Bundled scenarios are then measured, not judged against their eager expectations.",
+)
+@click.option(
+    "--capture-mode",
+    metavar="MODE",
+    help="How the graph runner captures the forward: whole (one torch.cuda.graph, the "
+    "default), pieces (two graphs split at the middle layer, as piecewise runners), "
+    "segmented-sglang or segmented-vllm (two segments with the middle layer run eagerly between "
+    "them; SGLang joins wait_stream forks at each segment end, vLLM joins nothing). "
+    "docs/probe-capture-modes.md says what is emulated.",
 )
 @click.option(
     "--watch/--no-watch",

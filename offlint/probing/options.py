@@ -80,6 +80,8 @@ class ProbeOptions:
     compile: bool = False
     # `--compiled fullgraph|reduce-overhead`: the life cycle with a compiled forward.
     compiled: str | None = None
+    # `--capture-mode`: how a graph runner captures the forward (capture_modes.py).
+    capture_mode: str = "whole"
     # Watch the stream/event calls of the life cycle (sanitizer.py, recording only) so that a
     # capture failure is reported with the call that caused it and its rule code.
     watch: bool = True
@@ -219,6 +221,18 @@ def parse_compiled(value: Any) -> str:
     return name
 
 
+# whole: one torch.cuda.graph; pieces: two graphs (a piecewise runner); segmented-*: graphs
+# with an eager break between, joining forks at segment ends as SGLang does or not (vLLM).
+CAPTURE_MODES = ("whole", "pieces", "segmented-sglang", "segmented-vllm")
+
+
+def parse_capture_mode(value: Any) -> str:
+    name = str(value).strip().lower()
+    if name not in CAPTURE_MODES:
+        raise ValueError(f"expected one of {', '.join(CAPTURE_MODES)}, got {value!r}")
+    return name
+
+
 def _string_list(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
@@ -271,6 +285,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "profile": _boolean,
     "compile": _boolean,
     "compiled": parse_compiled,
+    "capture-mode": parse_capture_mode,
     "watch": _boolean,
     "trace": _string,
     "scenarios": _string_list,
@@ -371,6 +386,13 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
     defaults = ProbeOptions()
     if merged.get("target") is not None and merged.get("entry") is not None:
         raise ProbeUsageError("give a TARGET offloader class or --entry, not both")
+    capture_mode = merged.get("capture-mode", defaults.capture_mode)
+    if capture_mode != "whole" and merged.get("compiled") is not None:
+        # The split hooks would run inside the compiled forward (Dynamo traces them), and
+        # reduce-overhead makes its own graphs.
+        raise ProbeUsageError(
+            f"--capture-mode {capture_mode} captures the eager forward: give it without --compiled"
+        )
     return ProbeOptions(
         target=merged.get("target"),
         entry=merged.get("entry"),
@@ -386,6 +408,7 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
         profile=merged.get("profile", defaults.profile),
         compile=merged.get("compile", defaults.compile),
         compiled=merged.get("compiled", defaults.compiled),
+        capture_mode=capture_mode,
         watch=merged.get("watch", defaults.watch),
         trace_dir=merged.get("trace", defaults.trace_dir),
         batch_sizes_given="batch-sizes" in merged,

@@ -72,11 +72,11 @@ def plan(options: ProbeOptions) -> list[PlannedScenario]:
         return [PlannedScenario("entry", resolve_entry_spec(options.entry), "", None, True)]
     if options.target is not None:
         return [PlannedScenario("target", absolute_target(options.target), "", None)]
-    # A compiled life cycle is measured, not judged: the expectations are the eager ones.
+    # A compiled or split-capture life cycle is measured, not judged: the expectations are
+    # those of one whole capture of the eager forward.
+    judged = not options.compiled and options.capture_mode == "whole"
     return [
-        PlannedScenario(
-            s.name, bundled_target(s), s.description, None if options.compiled else s.expectation
-        )
+        PlannedScenario(s.name, bundled_target(s), s.description, s.expectation if judged else None)
         for s in select_bundled(options.scenarios)
     ]
 

@@ -9,7 +9,9 @@ depend on it):
 3. eager      an eager forward per batch size (the warm-up), each checked;
 4. eager timing and the H2D copies of one eager step (side-stream overlap, no graph);
 5. capture    per batch size, largest first: two eager warm-up forwards (as SGLang's graph runner
-              does), then a capture into a memory pool shared by all graphs;
+              does), then a capture into a memory pool shared by all graphs: one
+              `torch.cuda.graph` of the forward, or with `--capture-mode` two pieces or two
+              segments around an eager break (capture_modes.py), replayed in order;
 6. eager after capture: one eager forward right after the last capture, before any replay;
 7. replays    of every graph, interleaved, each on a fresh input;
 8. weight update: an in-place write into an offloaded layer's host weight, then a replay of each
@@ -52,6 +54,7 @@ from typing import Any
 
 import torch
 
+from offlint.probing.capture_modes import SplitGraph, capture_split, layer_list
 from offlint.probing.cuda_errors import describe_exception
 from offlint.probing.errors import ProbeUsageError, one_line
 from offlint.probing.sanitizer import CaptureSanitizer
@@ -119,7 +122,8 @@ class ScenarioRun:
         self.device = device or torch.device("cuda", spec.device_index)
         self.subject: SyntheticSubject | EntrySubject | None = None
         self.batch_sizes: tuple[int, ...] = spec.model.batch_sizes
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, Any, Any]] = {}
+        # batch size -> (a CUDAGraph, or a SplitGraph under --capture-mode, static in, out)
+        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph | SplitGraph, Any, Any]] = {}
         self.captured_any = False
         self.watch: _Watch | None = None
         # `--compiled`: the compiled forward once it compiled (None: eager, or it fell back).
@@ -127,6 +131,7 @@ class ScenarioRun:
         self.result: dict[str, Any] = {
             "scenario": spec.name,
             "target": spec.target,
+            "capture_mode": spec.capture_mode,
             "device_index": spec.device_index,
             "model": {
                 "layers": spec.model.layers,
@@ -349,6 +354,10 @@ class ScenarioRun:
         self.result["host_weights"] = self.subject.host_weights()
         if self.subject.expected_copies is not None:
             self.result["expected_copies"] = int(self.subject.expected_copies)
+        if self.spec.capture_mode != "whole":
+            # A model the split cannot apply to is a setup error (exit 2), found before capture.
+            layers = layer_list(self.subject.model)
+            self.result["split_at_layer"] = len(layers) // 2
 
     def _eager(self) -> None:
         for batch in self.batch_sizes:
@@ -389,7 +398,12 @@ class ScenarioRun:
             self._capture_compiled()
             return
         pool = torch.cuda.graph_pool_handle()
-        capture: dict[str, Any] = {"ok": False, "graphs": [], "error": None}
+        capture: dict[str, Any] = {
+            "ok": False,
+            "graphs": [],
+            "error": None,
+            "mode": self.spec.capture_mode,
+        }
         self.result["capture"] = capture
         for batch in self.batch_sizes:
             for round_index in range(_WARMUPS_BEFORE_CAPTURE):
@@ -397,11 +411,9 @@ class ScenarioRun:
                     batch, f"graph-runner warm-up {round_index + 1} before capturing batch {batch}"
                 )
             static_x = self._input(batch)
-            graph = torch.cuda.CUDAGraph()
             seen = self.watch.seen if self.watch else 0
             try:
-                with torch.cuda.graph(graph, pool=pool):
-                    static_out = self._forward(static_x)
+                graph, static_out = self._capture_one(static_x, pool)
             except Exception as exc:
                 self.captured_any = True
                 capture["graphs"].append({"batch": batch, "ok": False})
@@ -414,9 +426,26 @@ class ScenarioRun:
                 _synchronize_quietly()
                 raise _PhaseFailed from None
             self.captured_any = True
-            capture["graphs"].append({"batch": batch, "ok": True})
+            made: dict[str, Any] = {"batch": batch, "ok": True}
+            if isinstance(graph, SplitGraph):
+                made.update(graph.describe())
+            capture["graphs"].append(made)
             self.graphs[batch] = (graph, static_x, static_out)
         capture["ok"] = True
+
+    def _capture_one(self, static_x: Any, pool: Any) -> tuple[Any, Any]:
+        """One batch size's graph as the `--capture-mode` runner captures it: a CUDAGraph of
+        the whole forward, or a SplitGraph of its pieces or segments (capture_modes.py)."""
+        mode = self.spec.capture_mode
+        if mode == "whole":
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                static_out = self._forward(static_x)
+            return graph, static_out
+        assert self.subject is not None
+        return capture_split(
+            mode, lambda: self._forward(static_x), layer_list(self.subject.model), pool
+        )
 
     def _eager_after_capture(self) -> None:
         if self._graphs_itself:

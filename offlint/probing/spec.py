@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offlint.probing.errors import ProbeUsageError
 from offlint.probing.options import MethodNames, ModelConfig, ProbeOptions
 
 
@@ -32,6 +33,21 @@ class ScenarioSpec:
     batch_sizes_given: bool = False
     # `--compiled`: "fullgraph" or "reduce-overhead" (scenario.py), None for the eager forward.
     compiled: str | None = None
+    # `--capture-mode`: whole, pieces, segmented-sglang or segmented-vllm (capture_modes.py).
+    capture_mode: str = "whole"
+
+    def __post_init__(self) -> None:
+        # A spec written by hand or by an older parent is checked before a GPU is touched.
+        from offlint.probing.options import parse_capture_mode
+
+        try:
+            parse_capture_mode(self.capture_mode)
+        except ValueError as exc:
+            raise ProbeUsageError(f"capture_mode: {exc}") from None
+        if self.capture_mode != "whole" and self.compiled is not None:
+            raise ProbeUsageError(
+                f"capture_mode {self.capture_mode} captures the eager forward, not --compiled"
+            )
 
     @classmethod
     def from_options(
@@ -55,6 +71,7 @@ class ScenarioSpec:
             trace_dir=options.trace_dir,
             batch_sizes_given=options.batch_sizes_given,
             compiled=options.compiled,
+            capture_mode=options.capture_mode,
         )
 
     def to_json(self) -> dict[str, Any]:
