@@ -6,7 +6,7 @@ semantics-preserving transforms (tests/metamorphic/transforms.py); a bad variant
 rate per transform, per rule, per transform x rule and in total, and the first lost finding of
 each transform (the seed, the transform, what was lost).
 
-    python -m benchmarks.metamorphic [--json FILE] [--max-variants N] [--table FILE]
+    python -m benchmarks.metamorphic [--json FILE] [--max-variants N] [--table FILE] [--min-confidence low]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
 from tests.metamorphic.harness import Summary, run
 from tests.metamorphic.seeds import all_seeds
 from tests.metamorphic.transforms import TRANSFORMS
@@ -33,8 +34,11 @@ def render(summary: Summary, seconds: float) -> str:
         f"metamorphic preservation: {_pct(total.kept, total.total)} over {total.total} variants "
         f"({len({r.variant.seed.id for r in summary.results})} seeds, {seconds:.0f} s)",
     ]
-    if summary.broken_seeds:
-        out.append(f"seeds failing unchanged (left out): {', '.join(summary.broken_seeds)}")
+    out.append(
+        f"markers the unchanged seeds miss at the default floor (not expected of their variants): "
+        f"{len(summary.below_floor)}; seeds left out (no marker left, or a good seed not clean): "
+        f"{', '.join(summary.broken_seeds) or 'none'}"
+    )
     bad = [r for r in summary.results if r.variant.seed.kind == "bad"]
     good = [r for r in summary.results if r.variant.seed.kind == "good"]
     out.append(
@@ -72,7 +76,7 @@ def render(summary: Summary, seconds: float) -> str:
             what = "new finding(s) " + ", ".join(f"{c} at {f}:{n}" for f, n, c in r.verdict.extra[:3])
         firsts[name].append(f"{r.variant.seed.id}: {what}")
     ranked = sorted(summary.by("transform").items(), key=lambda kv: kv[1].rate)
-    for (transform, _), t in ranked:
+    for (transform, _), _tally in ranked:
         if transform in firsts:
             out.append(f"  {transform} ({len(firsts[transform])} failing): " + "; ".join(firsts[transform][:3]))
     never = sorted(set(TRANSFORMS) - set(transforms))
@@ -88,6 +92,7 @@ def as_json(summary: Summary) -> dict[str, object]:
         "per_rule": {r: {"kept": v.kept, "variants": v.total} for (_, r), v in summary.by("rule").items()},
         "cells": [{"transform": t, "rule": r, "kept": v.kept, "variants": v.total} for (t, r), v in summary.by("cell").items()],
         "broken_seeds": summary.broken_seeds,
+        "below_floor": summary.below_floor,
         "failures": [
             {
                 "seed": r.variant.seed.id,
@@ -104,7 +109,11 @@ def as_json(summary: Summary) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.metamorphic", description=__doc__.splitlines()[0])
-    parser.add_argument("--max-variants", type=int, default=3000, help="stop after this many variants (default 3000)")
+    parser.add_argument("--max-variants", type=int, default=5000, help="stop after this many variants (default 5000)")
+    parser.add_argument(
+        "--min-confidence", choices=[c.value for c in Confidence], default=DEFAULT_MIN_CONFIDENCE.value,
+        help=f"the confidence floor findings are read at (default {DEFAULT_MIN_CONFIDENCE.value}, as `offlint check`)",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers and every failure as JSON")
     parser.add_argument("--table", type=Path, help="also write the printed table to this file")
     args = parser.parse_args(argv)
@@ -112,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --max-variants must be at least 1", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    summary = run(all_seeds(), args.max_variants)
-    text = render(summary, time.perf_counter() - started)
+    summary = run(all_seeds(), args.max_variants, floor=Confidence(args.min_confidence))
+    text = f"floor: {args.min_confidence}\n" + render(summary, time.perf_counter() - started)
     print(text, end="")
     if args.table:
         args.table.write_text(text, encoding="utf-8")

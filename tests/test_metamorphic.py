@@ -10,11 +10,20 @@ analysis improves). The full numbers: `python -m benchmarks.metamorphic` (docs/g
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.metamorphic.harness import Variant, apply_chain, run, seed_files, structural_problems
+from tests.metamorphic.harness import (
+    Variant,
+    apply_chain,
+    at_floor,
+    run,
+    seed_files,
+    structural_problems,
+)
 from tests.metamorphic.oracle import judge, markers
 from tests.metamorphic.seeds import all_seeds, catalogue_seeds
 from tests.metamorphic.transforms import TRANSFORMS
@@ -22,14 +31,15 @@ from tests.metamorphic.transforms import TRANSFORMS
 SEEDS = all_seeds()
 BY_ID = {s.id: s for s in SEEDS}
 NAMES = sorted(TRANSFORMS)
-# every 7th catalogue example: bad and good ones of every rule family, in < 30 s
-SAMPLE = catalogue_seeds()[::7]
+# every 10th catalogue example: bad and good ones of most rules, in < 30 s
+SAMPLE = catalogue_seeds()[::10]
 # preservation over the sample's single-transform variants, measured 2026-12-03 (rounded down)
 PRESERVATION_FLOOR = 0.0
 
 # a seed on which each transform applies (the benchmark shows where else)
 APPLIES_TO = {
     "make_graphed_callables": "OFL105-bad2",
+    "inline_local": "OFL102-bad2",
     "hook_as_closure": "OFL107-bad1",
     "hook_as_lambda": "OFL107-bad1",
     "hook_as_partial": "OFL107-bad1",
@@ -60,7 +70,7 @@ def test_each_transform_is_deterministic_and_well_formed_where_it_applies(name: 
         seed = BY_ID["OFL101-bad1"]
         decorated = apply_chain(seed, ("decorate_no_grad",), 0)
         assert decorated is not None
-        dropped = TRANSFORMS[name](decorated, __import__("random").Random(0))
+        dropped = TRANSFORMS[name](decorated, random.Random(0))
         assert dropped == seed_files(seed)
         return
     applied = 0
@@ -80,20 +90,31 @@ def test_the_unchanged_seeds_satisfy_the_relation() -> None:
 
 
 def test_the_oracle_sees_a_lost_finding_a_new_one_and_an_alternative_line() -> None:
-    seed = BY_ID["OFL101-bad1"]
+    seed = BY_ID["OFL101-bad3"]  # its finding shows at the default floor
     text = seed.text
+    assert judge("bad", seed_files(seed)).preserved
     # the wait's marker moved to a line with no finding: lost
-    moved = text.replace("self._load_event.wait()  # expect: OFL101", "self._load_event.wait()").replace(
-        "return self._device_tensors", "return self._device_tensors  # expect: OFL101"
+    moved = text.replace("self.events[i].wait()  # expect: OFL101", "self.events[i].wait()").replace(
+        "layer.register_forward_pre_hook(pre_hook)", "layer.register_forward_pre_hook(pre_hook)  # expect: OFL101"
     )
     verdict = judge("bad", {"x.py": moved})
-    assert not verdict.preserved and [e.code for e in verdict.lost] == ["OFL101"]
-    # the same code judged as a good example: its findings break "stays clean"
+    assert not verdict.preserved and [(e.code, e.line) for e in verdict.lost] == [("OFL101", 13)]
+    # the same code judged as a good example: its finding breaks "stays clean"
     assert not judge("good", {"x.py": text}).preserved
     # a tagged marker is kept when the finding is on its `# alt:` line instead
     extracted = apply_chain(seed, ("extract_helper_untyped",), 0)
     assert extracted is not None and any("# alt: @m1" in t for t in extracted.values())
-    assert any(e.alternatives for e in markers(extracted))
+    (exp,) = markers(extracted)
+    assert exp.alternatives and exp.alternatives[0] != (exp.file, exp.line)
+
+
+def test_markers_under_the_floor_are_not_expected_of_variants() -> None:
+    """OFL101-bad1's findings are low confidence (no capture region in the file): at the default
+    floor the unchanged seed shows none, so it is left out rather than counted as lost."""
+    adjusted, dropped = at_floor(BY_ID["OFL101-bad1"])
+    assert adjusted is None and dropped == ["OFL101-bad1:10 OFL103", "OFL101-bad1:16 OFL101"]
+    kept, _ = at_floor(BY_ID["OFL101-bad3"])
+    assert kept == BY_ID["OFL101-bad3"]
 
 
 def test_a_folder_variant_is_checked_as_a_tree() -> None:
@@ -116,7 +137,10 @@ def test_preservation_does_not_drop_below_the_floor() -> None:
         lost = [r for r in summary.results if r.variant.chain == (transform,) and not r.verdict.preserved]
         if lost:
             print(f"  {transform}: {tally.kept}/{tally.total}; e.g. " + "; ".join(
-                f"{r.variant.seed.id} lost {[f'{e.code}@{e.file}:{e.line}' for e in r.verdict.lost] or r.verdict.extra}" for r in lost[:2]
+                f"{r.variant.seed.id} lost {[f'{e.code}@{e.file}:{e.line}' for e in r.verdict.lost]}"
+                if r.verdict.lost
+                else f"{r.variant.seed.id} (good) new {r.verdict.extra}"
+                for r in lost[:2]
             ))
     assert total.total >= 100
     assert total.rate >= PRESERVATION_FLOOR

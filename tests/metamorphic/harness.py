@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import itertools
 import random
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from offlint.catalogue import EXPECT_MARKER
+from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
 from tests.metamorphic.oracle import Verdict, judge, markers
 from tests.metamorphic.seeds import Seed
 from tests.metamorphic.transforms import TRANSFORMS, Files
@@ -51,7 +56,6 @@ def variants(seeds: Sequence[Seed], max_variants: int, *, rounds: int = 3, combo
     """Single transforms first (each seed x transform, `rounds` salts picking other targets),
     then chains of two or three, until `max_variants`. The same seeds give the same variants."""
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-    count = 0
     names = sorted(TRANSFORMS)
 
     def fresh(seed: Seed, chain: tuple[str, ...], files: Files | None) -> Variant | None:
@@ -63,27 +67,28 @@ def variants(seeds: Sequence[Seed], max_variants: int, *, rounds: int = 3, combo
         seen.add(key)
         return Variant(seed, chain, tuple(sorted(files.items())))
 
-    for salt in range(rounds):
+    def singles(salt: int) -> Iterator[Variant]:
         for seed in seeds:
             for name in names:
                 v = fresh(seed, (name,), apply_chain(seed, (name,), salt))
                 if v is not None:
                     yield v
-                    count += 1
-                    if count >= max_variants:
-                        return
-    if not combos:
-        return
-    rng = random.Random(24)
-    attempts = 0
-    while count < max_variants and attempts < max_variants * 20:
-        attempts += 1
-        seed = rng.choice(list(seeds))
-        chain = tuple(rng.sample(names, rng.choice((2, 3))))
-        v = fresh(seed, chain, apply_chain(seed, chain, attempts))
-        if v is not None:
-            yield v
-            count += 1
+
+    def chains() -> Iterator[Variant]:
+        rng = random.Random(24)
+        for attempt in range(len(seeds) * 40):
+            seed = rng.choice(list(seeds))
+            chain = tuple(rng.sample(names, rng.choice((2, 3))))
+            v = fresh(seed, chain, apply_chain(seed, chain, attempt))
+            if v is not None:
+                yield v
+
+    # every seed x transform once, then chains of 2-3 (a thousand at most), then other targets
+    stages: list[Iterator[Variant]] = [singles(0)]
+    if combos:
+        stages.append(itertools.islice(chains(), 1000))
+    stages.extend(singles(salt) for salt in range(1, rounds))
+    yield from itertools.islice(itertools.chain.from_iterable(stages), max_variants)
 
 
 def structural_problems(seed: Seed, variant: Variant) -> list[str]:
@@ -130,7 +135,9 @@ class Tally:
 @dataclass
 class Summary:
     results: list[Result] = field(default_factory=list)
-    broken_seeds: list[str] = field(default_factory=list)  # seeds that fail their relation unchanged
+    broken_seeds: list[str] = field(default_factory=list)  # seeds left out (see at_floor)
+    below_floor: list[str] = field(default_factory=list)  # markers the unchanged seed misses at the floor
+    seeds: int = 0
 
     def by(self, key: str) -> dict[tuple[str, str], Tally]:
         table: dict[tuple[str, str], Tally] = defaultdict(Tally)
@@ -153,18 +160,48 @@ class Summary:
         return t
 
 
-def usable_seeds(seeds: Sequence[Seed]) -> tuple[list[Seed], list[str]]:
-    """Seeds whose unchanged text satisfies the relation (a seed that fails already measures
-    the analysis, not its robustness to rewriting: those are listed apart)."""
-    good, broken = [], []
+def at_floor(seed: Seed, floor: Confidence = DEFAULT_MIN_CONFIDENCE) -> tuple[Seed | None, list[str]]:
+    """The seed as the relation reads it at the default floor: a marked finding the unchanged
+    seed does not show there (a low-confidence one) is not expected of its variants either
+    (its marker becomes `# below floor: OFLnnn`); a bad seed with no marker left, or a good
+    seed with a finding, is left out. Returns the seed and the markers taken off."""
+    verdict = judge(seed.kind, seed_files(seed), floor)
+    if seed.kind == "good":
+        return (seed if verdict.preserved else None), []
+    lines = seed.text.split("\n")
+    dropped = []
+    for exp in verdict.lost:
+        line = lines[exp.line - 1]
+        match = EXPECT_MARKER.search(line)
+        assert match is not None
+        codes = [c for c in re.findall(r"OFL\d{3}", match.group(1)) if c != exp.code]
+        marker = f"# expect: {', '.join(codes)}  " if codes else ""
+        lines[exp.line - 1] = line[: match.start()] + marker + f"# below floor: {exp.code}"
+        dropped.append(f"{seed.id}:{exp.line} {exp.code}")
+    text = "\n".join(lines)
+    if not markers({"x.py": text}):
+        return None, dropped
+    return dataclasses.replace(seed, text=text), dropped
+
+
+def usable_seeds(seeds: Sequence[Seed], floor: Confidence = DEFAULT_MIN_CONFIDENCE) -> tuple[list[Seed], list[str], list[str]]:
+    """The seeds at the default floor, the ids of those left out, the markers taken off."""
+    usable, left_out, dropped = [], [], []
     for seed in seeds:
-        (good if judge(seed.kind, seed_files(seed)).preserved else broken).append(seed)
-    return good, [s.id for s in broken]
+        adjusted, taken = at_floor(seed, floor)
+        dropped += taken
+        if adjusted is None:
+            left_out.append(seed.id)
+        else:
+            usable.append(adjusted)
+    return usable, left_out, dropped
 
 
-def run(seeds: Sequence[Seed], max_variants: int, *, rounds: int = 3, combos: bool = True) -> Summary:
-    usable, broken = usable_seeds(seeds)
-    summary = Summary(broken_seeds=broken)
+def run(
+    seeds: Sequence[Seed], max_variants: int, *, rounds: int = 3, combos: bool = True, floor: Confidence = DEFAULT_MIN_CONFIDENCE
+) -> Summary:
+    usable, broken, dropped = usable_seeds(seeds, floor)
+    summary = Summary(broken_seeds=broken, below_floor=dropped, seeds=len(usable))
     for variant in variants(usable, max_variants, rounds=rounds, combos=combos):
-        summary.results.append(Result(variant, judge(variant.seed.kind, variant.tree)))
+        summary.results.append(Result(variant, judge(variant.seed.kind, variant.tree, floor)))
     return summary

@@ -16,7 +16,8 @@ from pathlib import Path
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import EXPECT_MARKER, load_catalogue
 from offlint.config import SelectionOverrides
-from offlint.pipeline.check import CheckOptions, check_paths
+from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
+from offlint.pipeline.check import CheckOptions, below_floor_hidden, check_paths
 
 TAG = re.compile(r"@m\d+")
 ALT = re.compile(r"#\s*alt:\s*(@m\d+)")
@@ -57,14 +58,16 @@ def markers(files: dict[str, str]) -> list[Expectation]:
     return [Expectation(code, name, line, tuple(alts.get(tag, ())) if tag else ()) for code, name, line, tag in raw]
 
 
-def run_check(files: dict[str, str]) -> tuple[list[tuple[str, int, str]], list[str]]:
-    """Every rule selected (the examples' tests do the same), the default confidence floor, no
-    cache. One file: the engine on its bytes; a folder: the check pipeline over it, so calls
+def run_check(files: dict[str, str], floor: Confidence = DEFAULT_MIN_CONFIDENCE) -> tuple[list[tuple[str, int, str]], list[str]]:
+    """Every rule selected (the examples' tests do the same), the default confidence floor
+    (findings under it hidden, as `offlint check` does), no cache. One file: the engine on its bytes; a folder: the check pipeline over it, so calls
     across its modules are followed."""
     select = frozenset(load_catalogue())
     if len(files) == 1:
         ((name, text),) = files.items()
-        report = check_source(text.encode(), name, FileSettings(select=select))
+        settings = FileSettings(select=select, min_confidence=floor)
+        # the engine reports every tier; the pipeline hides those under the floor, as here
+        report = below_floor_hidden(check_source(text.encode(), name, settings), settings)
         found = [(name, d.location.line, d.code) for d in report.diagnostics]
         return sorted(found), [str(e) for e in report.errors]
     with tempfile.TemporaryDirectory(prefix="offlint-metamorphic-") as tmp:
@@ -75,7 +78,7 @@ def run_check(files: dict[str, str]) -> tuple[list[tuple[str, int, str]], list[s
             path.write_text(text, encoding="utf-8")
         run = check_paths(
             CheckOptions(
-                paths=(root,), overrides=SelectionOverrides(select=("ALL",)), cwd=root, use_cache=False, jobs=1
+                paths=(root,), overrides=SelectionOverrides(select=("ALL",), min_confidence=floor.value), cwd=root, use_cache=False, jobs=1
             )
         )
         found = []
@@ -89,8 +92,8 @@ def run_check(files: dict[str, str]) -> tuple[list[tuple[str, int, str]], list[s
         return sorted(found), errors
 
 
-def judge(kind: str, files: dict[str, str]) -> Verdict:
-    found, errors = run_check(files)
+def judge(kind: str, files: dict[str, str], floor: Confidence = DEFAULT_MIN_CONFIDENCE) -> Verdict:
+    found, errors = run_check(files, floor)
     expected = markers(files)
     if kind == "good":
         return Verdict(preserved=not found and not errors, found=found, extra=found, errors=errors)

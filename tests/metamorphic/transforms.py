@@ -200,14 +200,24 @@ def sync_call(node: cst.CSTNode) -> cst.Call | None:
     return None
 
 
+def dotted(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for a chain of names only (libcst's full name also reads through calls)."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
+
+
 def is_module_path(node: cst.BaseExpression) -> bool:
-    name = get_full_name_for_node(node)
+    name = dotted(node)
     return isinstance(node, (cst.Name, cst.Attribute)) and name is not None and name.split(".")[0] in {"torch", "np", "numpy"}
 
 
 def simple_ref(node: cst.BaseExpression) -> bool:
     """A name or attribute chain (`ev`, `self._load_event`): evaluated twice, same object."""
-    return isinstance(node, (cst.Name, cst.Attribute)) and get_full_name_for_node(node) is not None
+    return dotted(node) is not None
 
 
 def has_marker(node: cst.CSTNode) -> bool:
@@ -669,7 +679,7 @@ def _replace_attr_chains(m: cst.Module, mapping: Callable[[str], str | None], *,
             return annotations
 
         def leave_Attribute(self, o: cst.Attribute, u: cst.Attribute) -> cst.BaseExpression:  # type: ignore[override]
-            full = get_full_name_for_node(o)
+            full = dotted(o)
             new = mapping(full) if full else None
             return expr(new) if new is not None else u
 
