@@ -31,10 +31,10 @@ from tests.metamorphic.transforms import TRANSFORMS
 SEEDS = all_seeds()
 BY_ID = {s.id: s for s in SEEDS}
 NAMES = sorted(TRANSFORMS)
-# every 10th catalogue example: bad and good ones of most rules, in < 30 s
-SAMPLE = catalogue_seeds()[::10]
-# preservation over the sample's single-transform variants, measured 2026-12-03 (rounded down)
-PRESERVATION_FLOOR = 0.0
+# every 4th catalogue example: bad and good ones of every rule, in < 30 s
+SAMPLE = catalogue_seeds()[::4]
+# preservation over the sample's single-transform variants, measured 2026-12-05: 650/707 = 0.919
+PRESERVATION_FLOOR = 0.91
 
 # a seed on which each transform applies (the benchmark shows where else)
 APPLIES_TO = {
@@ -83,10 +83,16 @@ def test_each_transform_is_deterministic_and_well_formed_where_it_applies(name: 
     assert applied, f"{name} applies to none of {[s.id for s in seeds]}"
 
 
-def test_the_unchanged_seeds_satisfy_the_relation() -> None:
-    """The baseline the rates are measured against: each seed as written passes its relation."""
+def test_the_unchanged_seeds_satisfy_the_relation_at_the_floor() -> None:
+    """The baseline the rates are measured against: each seed, its markers read at the default
+    floor, passes its relation (and most seeds are kept)."""
+    kept = 0
     for seed in SAMPLE:
-        assert judge(seed.kind, seed_files(seed)).preserved, seed.id
+        adjusted, _ = at_floor(seed)
+        if adjusted is not None:
+            kept += 1
+            assert judge(adjusted.kind, seed_files(adjusted)).preserved, seed.id
+    assert kept >= 0.8 * len(SAMPLE)
 
 
 def test_the_oracle_sees_a_lost_finding_a_new_one_and_an_alternative_line() -> None:

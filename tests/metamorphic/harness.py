@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from offlint.catalogue import EXPECT_MARKER
 from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
-from tests.metamorphic.oracle import Verdict, judge, markers
+from tests.metamorphic.oracle import PACKAGE, Verdict, judge, markers
 from tests.metamorphic.seeds import Seed
 from tests.metamorphic.transforms import TRANSFORMS, Files
 
@@ -105,11 +105,25 @@ def structural_problems(seed: Seed, variant: Variant) -> list[str]:
     after = sorted(e.code for e in markers(files))
     if before != after:
         problems.append(f"markers changed: {before} -> {after}")
+    # a rewrite may add imports of the standard library it uses, and of the tree's own modules
+    added = set().union(*(_imported(t) for t in files.values())) - _imported(seed.text) - {PACKAGE, "functools", "dataclasses"}
+    if added:
+        problems.append(f"imports a module the seed does not: {sorted(added)}")
     if not problems:
         seed_ast = ast.dump(ast.parse(seed.text))
         if all(ast.dump(ast.parse(t)) == seed_ast for t in files.values() if t.strip()) and len(files) == 1:
             problems.append("the variant's AST equals the seed's")
     return problems
+
+
+def _imported(text: str) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
 
 
 @dataclass

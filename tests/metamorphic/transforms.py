@@ -700,11 +700,12 @@ def import_torch_as(files: Files, rng: random.Random) -> Files | None:
 
     class _T(cst.CSTTransformer):
         def leave_Import(self, o: cst.Import, u: cst.Import) -> cst.Import:
+            # from the original: the names inside an import name packages, not bindings
             names = [
                 a.with_changes(asname=cst.AsName(name=cst.Name(alias))) if get_full_name_for_node(a.name) == "torch" and a.asname is None else a
-                for a in u.names
+                for a in o.names
             ]
-            return u.with_changes(names=names)
+            return o.with_changes(names=names)
 
         def leave_Name(self, o: cst.Name, u: cst.Name) -> cst.Name:
             return u.with_changes(value=alias) if u.value == "torch" else u
