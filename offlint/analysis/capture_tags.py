@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from offlint.analysis.effects import effects_of
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel, attribute_stores
@@ -109,7 +110,7 @@ def guarded_by_validity_flag(model: ModuleModel, site: CallSite, event: cst.Base
     cls = site.function.cls
     if event_attr is None or cls is None:
         return False
-    recorders = model.remembered(("methods recording self attributes", id(cls)), lambda: _recorders(cls))
+    recorders = model.remembered(("methods recording self attributes", id(cls)), lambda: _recorders(model, cls))
     return _vouched_by(site, cls, recorders.get(event_attr, set()), event_attr)
 
 
@@ -121,7 +122,7 @@ def fork_handed_over(model: ModuleModel, site: CallSite, stream_attr: str) -> bo
     cls = site.function.cls
     if cls is None:
         return False
-    forkers = model.remembered(("methods forking self attributes", id(cls)), lambda: _forkers(cls))
+    forkers = model.remembered(("methods forking self attributes", id(cls)), lambda: _forkers(model, cls))
     return _vouched_by(site, cls, forkers.get(stream_attr, set()), stream_attr)
 
 
@@ -142,7 +143,7 @@ def _vouched_by(site: CallSite, cls: ClassInfo, producers: set[int], own_attr: s
     return False
 
 
-def _forkers(cls: ClassInfo) -> dict[str, set[int]]:
+def _forkers(model: ModuleModel, cls: ClassInfo) -> dict[str, set[int]]:
     """For each attribute of the class, the methods (by id) that fork the stream it holds:
     `self.side.wait_stream(...)`, also through a local alias (`s = self.side; s.wait_stream(cur)`).
     Indexed once per class."""
@@ -155,12 +156,12 @@ def _forkers(cls: ClassInfo) -> dict[str, set[int]]:
             for t in a.targets
             if isinstance(t, cst.Name)
         }
-        for call in fn.calls:
-            if call.method != "wait_stream" or call.receiver is None:
+        for effect in effects_of(model, fn):
+            if effect.method != "wait_stream":
                 continue
-            attr = self_attribute(call.receiver)
-            if attr is None and isinstance(call.receiver, cst.Name):
-                attr = aliases.get(call.receiver.value)
+            attr = self_attribute(effect.receiver)
+            if attr is None and isinstance(effect.receiver, cst.Name):
+                attr = aliases.get(effect.receiver.value)
             if attr is not None:
                 found.setdefault(attr, set()).add(id(fn))
     return found
@@ -184,14 +185,14 @@ def _taken_after(site: CallSite) -> list[str]:
     return taken
 
 
-def _recorders(cls: ClassInfo) -> dict[str, set[int]]:
+def _recorders(model: ModuleModel, cls: ClassInfo) -> dict[str, set[int]]:
     """For each attribute of the class, the methods (by id) that record an event into it:
     `self.x.record(...)`, `self.x = stream.record_event()`. Indexed once per class."""
     found: dict[str, set[int]] = {}
     for fn in cls.methods.values():
-        for call in fn.calls:
-            if call.method == "record" and call.receiver is not None:
-                attr = self_attribute(call.receiver)
+        for effect in effects_of(model, fn):
+            if effect.method == "record":
+                attr = self_attribute(effect.receiver)
                 if attr is not None:
                     found.setdefault(attr, set()).add(id(fn))
         for a in fn.assignments:

@@ -27,7 +27,11 @@ def is_external_event(model: ModuleModel, expr: cst.BaseExpression, fn: Function
     record, or across graphs, is legal (GROUND-TRUTH.md section 1). False when any binding is
     something else (`stream.record_event()`, a parameter, an unknown call)."""
     sources = _event_bindings(model, expr, fn)
-    return _externality(model, sources, fn, 0) is True
+    if _externality(model, sources, fn, 0) is True:
+        return True
+    # a helper's parameter (`def _wait(ev): ev.wait()`): external when every caller hands one
+    handed = _handed_arguments(model, expr, fn)
+    return bool(handed) and all(is_external_event(model, arg, caller) for arg, caller in handed if caller is not fn)
 
 
 def _externality(
@@ -203,6 +207,24 @@ def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
             return False  # bound here first: a local of this call, not the caller's
         scope = scope.parent
     return False
+
+
+def _handed_arguments(
+    model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo
+) -> list[tuple[cst.BaseExpression, FunctionInfo]]:
+    """What the same-module callers of `fn` pass for the parameter `expr` is (`ev` in
+    `def _wait(ev)`), each with the calling function; empty when `expr` is no parameter or some
+    call passes none."""
+    if not isinstance(expr, cst.Name) or not is_parameter(fn, expr.value):
+        return []
+    found: list[tuple[cst.BaseExpression, FunctionInfo]] = []
+    for node, caller in [(site.node, site.function) for site in model.callers_of(fn)] + _lambda_calls_of(model, fn):
+        bound = fn.is_method and isinstance(node.func, cst.Attribute)
+        passed = call_argument(node, fn.node.params, expr.value, bound)
+        if passed is None:
+            return []
+        found.append((passed, caller))
+    return found
 
 
 def stored_by_a_caller(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:

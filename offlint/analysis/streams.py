@@ -31,7 +31,7 @@ from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, self_attribute
 from offlint.analysis.model import ModuleModel, attribute_stores
 from offlint.analysis.program import CallSite, FunctionInfo, StreamScope
-from offlint.analysis.syntax import call_argument, same_code
+from offlint.analysis.syntax import call_argument, parameter_names, same_code
 from offlint.analysis.torch_api import (
     CURRENT_STREAM,
     DEVICE_SYNCS,
@@ -240,28 +240,62 @@ def _callees(model: ModuleModel, fn: FunctionInfo) -> list[tuple[CallSite, Funct
     return out
 
 
+# a test of one call site against a stream key (the key as the site's function names it)
+KeyedTest = Callable[[CallSite, str], bool]
+
+
+def keys_in_callee(model: ModuleModel, caller: FunctionInfo, site: CallSite, callee: FunctionInfo, key: str) -> list[str]:
+    """What stream `key` of `caller` is called inside `callee` when `site` calls it: the same key
+    where it means the same stream there (`self.` keys in one class, globals), and the key of each
+    parameter the call hands it to (`_fork(self.alt_stream)`: `local:_fork:stream`)."""
+    keys = [key] if carries_key(caller, callee, key) else []
+    bound = callee.is_method and isinstance(site.node.func, cst.Attribute)
+    for name in parameter_names(callee.node.params):
+        arg = call_argument(site.node, callee.node.params, name, bound)
+        if arg is not None and not isinstance(arg, cst.Call) and stream_key(model, arg, caller) == key:
+            keys.append(f"local:{callee.qualname}:{name}")
+    return keys
+
+
+def keys_in_caller(model: ModuleModel, caller: FunctionInfo, site: CallSite, callee: FunctionInfo, key: str) -> list[str]:
+    """The other way: what `callee`'s stream `key` is in `caller` at `site` (a parameter's key is
+    the key of the argument the call hands it)."""
+    keys = [key] if carries_key(caller, callee, key) else []
+    prefix = f"local:{callee.qualname}:"
+    if key.startswith(prefix) and is_parameter(callee, key[len(prefix):]):
+        bound = callee.is_method and isinstance(site.node.func, cst.Attribute)
+        arg = call_argument(site.node, callee.node.params, key[len(prefix):], bound)
+        found = stream_key(model, arg, caller) if arg is not None else None
+        if found is not None:
+            keys.append(found)
+    return keys
+
+
 def _anywhere(
-    model: ModuleModel, fn: FunctionInfo, key: str, test: Callable[[CallSite], bool], seen: set[int]
+    model: ModuleModel, fn: FunctionInfo, key: str, test: KeyedTest, seen: set[tuple[int, str]]
 ) -> bool:
-    if id(fn) in seen:
+    if (id(fn), key) in seen:
         return False
-    seen.add(id(fn))
-    if any(test(site) for site in fn.calls):
+    seen.add((id(fn), key))
+    if any(test(site, key) for site in fn.calls):
         return True
     return any(
-        carries_key(fn, callee, key) and _anywhere(model, callee, key, test, seen) for _, callee in _callees(model, fn)
+        _anywhere(model, callee, inner, test, seen)
+        for site, callee in _callees(model, fn)
+        for inner in keys_in_callee(model, fn, site, callee, key)
     )
 
 
 def forked_before(model: ModuleModel, fn: FunctionInfo, key: str, order: int) -> bool:
     """`key` is forked (leniently, see `fork_key`) earlier in this call: directly, in a
-    same-module function called earlier, or by a same-module caller before it calls us."""
+    same-module function called earlier (the stream handed to it or not), or by a same-module
+    caller before it calls us."""
 
-    def forks(site: CallSite) -> bool:
+    def forks(site: CallSite, key: str) -> bool:
         return fork_key(model, site) == key
 
     return _in_this_call(
-        model, fn, key, order, forks, before=True, also=lambda site: _handed_to_helper(model, site, key)
+        model, fn, key, order, forks, before=True, also=lambda site, key: _handed_to_helper(model, site, key)
     )
 
 
@@ -270,10 +304,10 @@ def _in_this_call(
     fn: FunctionInfo,
     key: str,
     order: int,
-    test: Callable[[CallSite], bool],
+    test: KeyedTest,
     *,
     before: bool,
-    also: Callable[[CallSite], bool] | None = None,
+    also: KeyedTest | None = None,
     where: Callable[[CallSite], bool] | None = None,
 ) -> bool:
     """`test` holds for a call site of this call before (or after) `order`: here, in a
@@ -284,7 +318,7 @@ def _in_this_call(
             continue
         if where is not None and not where(site):
             continue
-        if test(site) or (also is not None and also(site)):
+        if test(site, key) or (also is not None and also(site, key)):
             return True
         if _callee_satisfies(model, fn, site, fn, key, test):
             return True
@@ -297,17 +331,14 @@ def _callee_satisfies(
     site: CallSite,
     origin: FunctionInfo,
     key: str,
-    test: Callable[[CallSite], bool],
+    test: KeyedTest,
 ) -> bool:
-    """`site` calls a same-module function (other than `origin`) that receives stream `key` and
-    satisfies `test` somewhere inside."""
+    """`site` calls a same-module function (other than `origin`) that receives stream `key` (as
+    the same key, or handed to a parameter) and satisfies `test` somewhere inside."""
     target = model._called_function(site.node, caller)
-    return (
-        target is not None
-        and target is not origin
-        and carries_key(caller, target, key)
-        and _anywhere(model, target, key, test, set())
-    )
+    if target is None or target is origin:
+        return False
+    return any(_anywhere(model, target, inner, test, set()) for inner in keys_in_callee(model, caller, site, target, key))
 
 
 # calls that take a stream argument without forking it
@@ -330,26 +361,25 @@ def _entered_after(
     model: ModuleModel,
     fn: FunctionInfo,
     key: str,
-    test: Callable[[CallSite], bool],
-    seen: set[int],
+    test: KeyedTest,
+    seen: set[tuple[int, str]],
     before: bool,
 ) -> bool:
     """A same-module caller of `fn` satisfies `test` before (or after) the call, directly or in
-    its own callers."""
-    if id(fn) in seen:
+    its own callers (with the stream as each caller names it)."""
+    if (id(fn), key) in seen:
         return False
-    seen.add(id(fn))
+    seen.add((id(fn), key))
     for site in model.callers_of(fn):  # indexed once per model: not a scan of every call per use
         caller = site.function
-        if not carries_key(caller, fn, key):
-            continue
-        window = [s for s in caller.calls if (s.order < site.order if before else s.order > site.order)]
-        if any(test(s) for s in window):
-            return True
-        if any(_callee_satisfies(model, caller, other, fn, key, test) for other in window):
-            return True
-        if _entered_after(model, caller, key, test, seen, before):
-            return True
+        for outer in keys_in_caller(model, caller, site, fn, key):
+            window = [s for s in caller.calls if (s.order < site.order if before else s.order > site.order)]
+            if any(test(s, outer) for s in window):
+                return True
+            if any(_callee_satisfies(model, caller, other, fn, outer, test) for other in window):
+                return True
+            if _entered_after(model, caller, outer, test, seen, before):
+                return True
     return False
 
 
@@ -377,7 +407,7 @@ def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int, for
     `fn` must hold on every capturing path the fork ran on (`_uncovered_conditions`): the last
     step of a ring joining under `if i == last:` leaves every other step's fork open."""
 
-    def joins(site: CallSite) -> bool:
+    def joins(site: CallSite, key: str) -> bool:
         return is_join_of(model, site, key)
 
     if fork is None:
@@ -386,7 +416,7 @@ def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int, for
     for site in fn.calls:
         if site.order <= order:
             continue
-        if joins(site) or _callee_satisfies(model, fn, site, fn, key, joins) or _waits_on_handed_event(model, site):
+        if joins(site, key) or _callee_satisfies(model, fn, site, fn, key, joins) or _waits_on_handed_event(model, site):
             missing = _uncovered_conditions(model, site, fork)
             if missing is not None:
                 extra.append(missing)
