@@ -13,7 +13,7 @@ from offlint.analysis.facts import global_values, is_parameter
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
-from offlint.analysis.program import ClassInfo, FunctionInfo
+from offlint.analysis.program import CallSite, ClassInfo, FunctionInfo
 from offlint.analysis.syntax import call_argument, name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 
@@ -227,28 +227,43 @@ def _handed_arguments(
     return found
 
 
-def stored_by_a_caller(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
-    """A parameter-held event (`def wait_for(ev): ev.wait()`) that a same-module caller hands
-    from storage that outlives the call (`wait_for(self.event)`, a module global): it was
-    recorded whenever its owner last recorded it, so on that caller's path the helper's wait is
-    the stored event's."""
+def handing_calls(
+    model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo
+) -> list[tuple[CallSite, cst.BaseExpression, bool]]:
+    """The same-module calls of `fn` with what each hands for the parameter `expr` is rooted at
+    (`self.event` for `ev` in `wait_for(self.event)`), as the caller names it (`ev.done` handed
+    `slot` is `slot_arg.done`). A call from inside a lambda (`lambda m, a: _wait(_SLOTS[n])`) is
+    stood for by the call that registers the lambda (the third item: True), which does not run
+    it: the lambda runs as the hook it is registered as."""
     root = unsubscripted(expr)
     while isinstance(root, cst.Attribute):
         root = unsubscripted(root.value)
     if not isinstance(root, cst.Name) or not is_parameter(fn, root.value):
-        return False
-    calls = [(site.node, site.function) for site in model.callers_of(fn)] + _lambda_calls_of(model, fn)
-    for node, caller in calls:
+        return []
+    sites = [(site.node, site, False) for site in model.callers_of(fn)]
+    for node, caller in _lambda_calls_of(model, fn):
+        holder = next((s for s in caller.calls if any(n is node for n in walk(s.node))), None)
+        if holder is not None:
+            sites.append((node, holder, True))
+    found: list[tuple[CallSite, cst.BaseExpression, bool]] = []
+    for node, site, in_lambda in sites:
         bound = fn.is_method and isinstance(node.func, cst.Attribute)
         passed = call_argument(node, fn.node.params, root.value, bound)
-        base = unsubscripted(passed) if passed is not None else None
-        if base is None:
-            continue
-        if self_attribute(base) is not None:
-            return True
-        if isinstance(base, cst.Name) and global_values(model, base.value) and not is_parameter(caller, base.value):
-            return True
-    return False
+        if passed is not None:
+            found.append((site, _rebased(expr, root, passed), in_lambda))
+    return found
+
+
+def _rebased(expr: cst.BaseExpression, root: cst.Name, passed: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` with its root name read as `passed` (`slot.ready` with `slot` = `_SLOTS[n]`)."""
+    if expr is root:
+        return passed
+    # fresh nodes (a skeleton's cannot be copied with changes): only read, never rendered
+    if isinstance(expr, cst.Attribute):
+        return cst.Attribute(value=_rebased(expr.value, root, passed), attr=expr.attr)
+    if isinstance(expr, cst.Subscript):
+        return cst.Subscript(value=_rebased(expr.value, root, passed), slice=expr.slice)
+    return expr
 
 
 def _lambda_calls_of(model: ModuleModel, fn: FunctionInfo) -> list[tuple[cst.Call, FunctionInfo]]:

@@ -7,24 +7,40 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from offlint.analysis.events import handing_calls
 from offlint.analysis.model import ModuleModel
-from offlint.analysis.program import CallSite, StreamScope
+from offlint.analysis.program import CallSite, FunctionInfo, StreamScope
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.streams import current_stream_scope
 from offlint.analysis.syntax import same_code
 from offlint.diagnostics import Confidence
 
 
-def _made_in_the_block(site: CallSite, scope: StreamScope) -> bool:
-    """The recorded tensor (`t`, `t.data`) is assigned in this function before the record, under
-    the side-stream block (lexically, or because the whole function runs in a caller's block):
-    allocated on the side stream, so its consumer is another stream that the record misses."""
-    fn = site.function
-    lexical = any(s is scope for s in site.stream_scopes)
+def _made_in_the_block(model: ModuleModel, site: CallSite, scope: StreamScope) -> bool:
+    """The recorded tensor (`t`, `t.data`) is assigned before the record under the side-stream
+    block: in this function (lexically, or because the whole function runs in a caller's
+    block), or, for a helper handed the tensor (`_record(t, cur)`), where its caller makes it.
+    Allocated on the side stream, so its consumer is another stream that the record misses."""
     receiver = site.receiver
     assert receiver is not None
+    if _assigned_in_block(site.function, receiver, site.order, site.stream_scopes, scope):
+        return True
+    return any(
+        _assigned_in_block(caller.function, arg, caller.order, caller.stream_scopes, scope)
+        for caller, arg, _ in handing_calls(model, receiver, site.function)
+    )
+
+
+def _assigned_in_block(
+    fn: FunctionInfo,
+    receiver: cst.BaseExpression,
+    order: int,
+    scopes: tuple[StreamScope, ...],
+    scope: StreamScope,
+) -> bool:
+    lexical = any(s is scope for s in scopes)
     for assign in fn.assignments:
-        if assign.order >= site.order:
+        if assign.order >= order:
             continue
         if isinstance(assign.value, cst.Name) and assign.value.value == "None":
             continue  # `param.grad = None` drops a tensor, it makes none
@@ -56,7 +72,7 @@ class RecordStreamOnAllocatingStream(Rule):
             scope = current_stream_scope(model, site.function, arg, site.order, site.stream_scopes)
             if scope is None:
                 continue
-            if not _made_in_the_block(site, scope):
+            if not _made_in_the_block(model, site, scope):
                 # a tensor made before the block (a gradient, an argument) and used on the side
                 # stream in it: recording the side stream is the right call
                 continue
