@@ -412,3 +412,16 @@ def test_a_bad_config_value_is_a_one_line_config_error(project: Path) -> None:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "compile-safe" in lines[0] and "Traceback" not in err, err
     assert (project / "offloader.py").read_bytes() == before
+
+
+def test_a_copy_the_fake_impl_cannot_mirror_keeps_the_pending_flag_form_and_says_so() -> None:
+    """The ops' fake implementation assumes one `.to(device, non_blocking=True)` per host tensor;
+    a producer doing more (a cast here) keeps its stream work in traced code, with a note."""
+    data = ORIGINAL.read_bytes().replace(
+        b'param.to("cuda", non_blocking=True) for', b'param.to("cuda", non_blocking=True).half() for'
+    )
+    result = _fix(data, compile_safe=True)
+    assert result.changed and result.strategies == ["overlap"]
+    assert b"custom_op" not in result.fixed and b"self._load_event_pending = False" in result.fixed
+    assert any("stays in traced code" in note and "non_blocking=True" in note for note in result.notes)
+    assert _capture_tests(result.fixed) == 0

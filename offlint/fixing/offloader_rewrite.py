@@ -22,7 +22,10 @@ capture tag. Since no prefetch crosses a forward boundary, the copy a consumer f
 issued by its own forward, on its side of any capture boundary; a flag the producer sets and the
 wait takes (Python state, which Dynamo guards on) says whether one is pending. The inline rewrite
 and the end-of-forward join fallback branch on the capture state at run time, so a shape the
-primed overlap does not fit is left, with the reason.
+primed overlap does not fit is left, with the reason. Where the producer stores one H2D copy per
+host tensor, its fork, copy and event record and the consumer's wait move into
+`torch.library.custom_op`s defined after the class (`custom_ops.py`): traced code then holds no
+stream or event work, which Inductor would run on the stream current at trace time.
 """
 
 from __future__ import annotations
