@@ -831,6 +831,11 @@ class ModuleModel:
         attr = self_attribute(expr)
         if attr is not None and scope.cls is not None:
             return self.method_of(scope.cls, attr)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            # `KVOffloader._after_layer` (a partial binds `self` to it)
+            cls = self._classes_named().get(expr.value.value)
+            if cls is not None:
+                return self.method_of(cls, expr.attr.value)
         return None
 
 

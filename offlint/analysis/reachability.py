@@ -311,6 +311,13 @@ class _Marker:
         if call.method not in HOOK_REGISTRARS or not call.node.args or only_without_graphs(call):
             return
         hook = call.node.args[0].value
+        if (
+            isinstance(hook, cst.Call)
+            and hook.args
+            and isinstance(hook.args[0].value, cst.Lambda)
+            and (self.model.qualname(hook.func) or dotted_name(hook.func)) in ("partial", "functools.partial")
+        ):
+            hook = hook.args[0].value  # `functools.partial(lambda i, m, a: ..., i)`
         if isinstance(hook, cst.Lambda):
             # `register_forward_pre_hook(lambda m, a: _await(slot))`: the lambda's calls run as the hook
             targets = [

@@ -72,7 +72,7 @@ class HostPinningOffThread(Rule):
                 confidence = Confidence.HIGH
             else:
                 continue
-            for fn, call in _pinning_calls(model, start.target):
+            for fn, call in _pinning_calls(model, start.target, start.site.function if start.site is not None else None):
                 if id(call) in reported:
                     continue
                 reported.add(id(call))
@@ -197,7 +197,9 @@ def _with_bindings(fn: FunctionInfo, name: str) -> list[cst.BaseExpression]:
 # ---------------------------------------------------------------- pinning calls
 
 
-def _pinning_calls(model: ModuleModel, target: FunctionInfo | cst.Lambda) -> Iterator[tuple[FunctionInfo | None, cst.Call]]:
+def _pinning_calls(
+    model: ModuleModel, target: FunctionInfo | cst.Lambda, scope: FunctionInfo | None
+) -> Iterator[tuple[FunctionInfo | None, cst.Call]]:
     """Pinning calls in the function run on the thread and in the same-module functions it calls."""
     todo: list[FunctionInfo] = []
     if isinstance(target, cst.Lambda):
@@ -205,7 +207,7 @@ def _pinning_calls(model: ModuleModel, target: FunctionInfo | cst.Lambda) -> Ite
             if isinstance(node, cst.Call):
                 if _pins(model, node, None):
                     yield None, node
-                called = _lambda_callee(model, node)
+                called = model._called_function(node, scope)  # `lambda: self._pin()`
                 if called is not None:
                     todo.append(called)
     else:
@@ -222,12 +224,6 @@ def _pinning_calls(model: ModuleModel, target: FunctionInfo | cst.Lambda) -> Ite
             called = model._called_function(site.node, fn)
             if called is not None:
                 todo.append(called)
-
-
-def _lambda_callee(model: ModuleModel, call: cst.Call) -> FunctionInfo | None:
-    if isinstance(call.func, cst.Name):
-        return model.module_functions.get(call.func.value)
-    return None
 
 
 def _pins(model: ModuleModel, call: cst.Call, fn: FunctionInfo | None) -> bool:

@@ -84,6 +84,9 @@ def _compiled_roots(model: ModuleModel) -> dict[str, str]:
     module_functions = model.module_functions
 
     def targets(arg: cst.BaseExpression, scope: FunctionInfo | None) -> list[FunctionInfo]:
+        named = model._function_named(arg, scope) if scope is not None else None
+        if named is not None:
+            return [named]  # `self._step`, `functools.partial(Decoder._step, self)`, a factory's product
         if isinstance(arg, cst.Call):
             return [c.methods["forward"] for c in _classes_in(model, arg) if "forward" in c.methods]
         attr = self_attribute(arg)
