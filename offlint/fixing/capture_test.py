@@ -39,10 +39,10 @@ class CaptureTestSpelling:
             if site.callee in CAPTURE_TESTS and not site.node.args:
                 return site.node.func.deep_clone()
         if self.model.resolver.bindings.get("torch") != "torch":
-            self.plan.need_import("torch", self.import_anchor(), self.rules, "import torch (for the capture test)")
+            self.plan.need_import("torch", self._import_anchor(), self.rules, "import torch (for the capture test)")
         return cst.parse_expression(_DEFAULT)
 
-    def import_anchor(self) -> cst.BaseStatement | None:
+    def _import_anchor(self) -> cst.BaseStatement | None:
         """The statement the import goes next to (for the report and the edited-lines check): the
         last import of the module's leading imports, or its first statement."""
         anchor = None

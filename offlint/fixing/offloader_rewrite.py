@@ -22,10 +22,7 @@ capture tag. Since no prefetch crosses a forward boundary, the copy a consumer f
 issued by its own forward, on its side of any capture boundary; a flag the producer sets and the
 wait takes (Python state, which Dynamo guards on) says whether one is pending. The inline rewrite
 and the end-of-forward join fallback branch on the capture state at run time, so a shape the
-primed overlap does not fit is left, with the reason. Where the producer stores one H2D copy per
-host tensor, its fork, copy and event record and the consumer's wait move into
-`torch.library.custom_op`s defined after the class (`custom_ops.py`): traced code then holds no
-stream or event work, which Inductor would run on the stream current at trace time.
+primed overlap does not fit is left, with the reason.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ import libcst as cst
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk
-from offlint.fixing import custom_ops
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan, leading_lines_of, statements
 from offlint.fixing.shape import (
@@ -317,9 +313,7 @@ def _plan_tagged_wait(
     )
 
 
-def _plan_pending_wait(
-    shape: OffloaderShape, plan: StatementPlan, wait: list[cst.BaseStatement] | None = None
-) -> None:
+def _plan_pending_wait(shape: OffloaderShape, plan: StatementPlan) -> None:
     """Compile-safe consumer of the primed overlap: no capture tag. Every forward issues its own
     first copies and prefetches only within itself, so a pending copy was issued by this
     forward, on this side of any capture boundary; the consumer branches on Python state only
@@ -355,7 +349,7 @@ def _plan_pending_wait(
             "drop the pending flag with the tensors",
         )
 
-    waits = [_unwrapped_wait(shape)] if wait is None else wait
+    wait = _unwrapped_wait(shape)
     moved_asserts = list(shape.tensor_asserts)
     for stmt in moved_asserts:
         plan.replace(stmt, None, ("OFL101",), "check the tensors once they are loaded")
@@ -368,10 +362,10 @@ def _plan_pending_wait(
         "# own first copies at its start and prefetches only within itself, so the copy waited on\n"
         "# here was issued by this forward, on this side of any capture boundary (inside a capture:\n"
         "# a fork of the same capture). The flag is Python state, which torch.compile guards on.\n"
-        + "".join(f"{_PLACEHOLDER}()\n" for _ in waits)
-        + f"{pending} = False\n"
+        f"{_PLACEHOLDER}()\n"
+        f"{pending} = False\n"
     ) + "".join(f"{_PLACEHOLDER}()\n" for _ in moved_asserts)
-    replacement = _substitute(statements(consumer_text), [*waits, *moved_asserts])
+    replacement = _substitute(statements(consumer_text), [wait, *moved_asserts])
     plan.insert_before(
         shape.wait_statement,
         replacement,
@@ -394,8 +388,7 @@ def _plan_overlap(
     )
 
     if compile_safe:
-        if not _plan_custom_ops(model, shape, plan):
-            _plan_pending_wait(shape, plan)
+        _plan_pending_wait(shape, plan)
     else:
         _plan_tagged_wait(
             shape,
@@ -482,150 +475,6 @@ def _plan_overlap(
         ("OFL101", "OFL103"),
         "register the forward-start hook on the first module",
     )
-
-
-def _custom_ops_missing(model: ModuleModel, shape: OffloaderShape) -> str:
-    if custom_ops.host_copy(shape, model.module) is None:
-        return (
-            f"`self.{shape.tensors_attr}` is not `{{k: v.to(device, non_blocking=True) for k, v in "
-            "self.<host>.items()}` (one H2D copy per host tensor, which the op's fake implementation "
-            "mirrors)"
-        )
-    if shape.init is None:
-        return f"{shape.cls.name} has no `__init__` to register the offloader with the ops"
-    if _top_level_of(model, shape.producer)[1] is None:
-        return f"{shape.cls.name} is not a module-level class"
-    body = [
-        s
-        for s in top_level_statements(shape.producer)
-        if not is_docstring(s) and not any(s is b for b in shape.producer_capture_branches)
-    ]
-    if not body or body[-1] is not shape.fork_with:
-        return f"`{shape.producer.name}` does more after its `with torch.cuda.stream(...)` block"
-    return ""
-
-
-def _plan_custom_ops(model: ModuleModel, shape: OffloaderShape, plan: StatementPlan) -> bool:
-    """The compile-safe primed overlap with the producer's fork, copy and event record in one
-    custom op and the consumer's wait in another (`custom_ops.py`). False, with a note, where the
-    shape does not give what the ops need (the pending-flag form is used then)."""
-    missing = _custom_ops_missing(model, shape)
-    if missing:
-        plan.notes.append(
-            f"{shape.cls.name}: the stream and event work stays in traced code ({missing}); a hand "
-            "capture of the compiled forward may fail at Inductor's stream ops"
-        )
-        return False
-    copy = custom_ops.host_copy(shape, model.module)
-    assert copy is not None
-    module = model.module
-    cls = shape.cls.name
-    start_op = f"_offlint_{shape.producer.name}"
-    wait_op = f"_offlint_{shape.consumer.name}"
-    key = f"self.{custom_ops.KEY_ATTR}"
-    tensors = f"self.{shape.tensors_attr}"
-    registry = custom_ops.REGISTRY
-    body = [
-        s
-        for s in top_level_statements(shape.producer)
-        if not is_docstring(s) and not any(s is b for b in shape.producer_capture_branches)
-    ]
-    forks, with_stmt = body[:-1], shape.fork_with
-    assert isinstance(with_stmt.body, cst.IndentedBlock)
-    in_stream: list[str] = []
-    for stmt in with_stmt.body.body:
-        stores_tensors = (
-            isinstance(stmt, cst.SimpleStatementLine)
-            and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Assign)
-            and any(self_attribute(t.target) == shape.tensors_attr for t in stmt.body[0].targets)
-        )
-        if stores_tensors:
-            in_stream.append(
-                "for device, host in zip(device_tensors, host_tensors):\n"
-                "    device.copy_(host, non_blocking=True)\n"
-            )
-        else:
-            in_stream.append(custom_ops.op_body_lines(module, [stmt]))
-    bare = with_stmt.with_changes(body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))
-    with_head = custom_ops.op_body_lines(module, [bare]).splitlines(keepends=True)[0]
-    wait_code = custom_ops.op_body_lines(module, [_unwrapped_wait(shape)])
-    name = "{__name__.replace('.', '_')}"
-    block = (
-        f"# offlint (compile-safe): {cls}'s side-stream copy and the wait on its event as custom ops.\n"
-        "# torch.compile(fullgraph=True) traces each as one op whose body runs at run time on the\n"
-        "# stream then current (a capture stream included); traced stream and event ops do not. Both\n"
-        "# declare the device tensors mutated: the wait follows the copy, and every read of the tensors\n"
-        "# follows the wait. The ops find the offloader by its key (ops take tensors and scalars).\n"
-        f"{registry} = weakref.WeakValueDictionary()\n"
-        "\n\n"
-        f'@torch.library.custom_op(f"offlint::{name}_{shape.producer.name}", mutates_args=("device_tensors",))\n'
-        f"def {start_op}(device_tensors: list[torch.Tensor], host_tensors: list[torch.Tensor], key: int) -> None:\n"
-        f"    offloader = {registry}[key]\n"
-        + custom_ops.indent(custom_ops.op_body_lines(module, forks))
-        + "    "
-        + with_head
-        + custom_ops.indent("".join(in_stream), "        ")
-        + "\n\n"
-        f"@{start_op}.register_fake\n"
-        "def _(device_tensors, host_tensors, key):\n"
-        "    return None\n"
-        "\n\n"
-        f'@torch.library.custom_op(f"offlint::{name}_{shape.consumer.name}", mutates_args=("device_tensors",))\n'
-        f"def {wait_op}(device_tensors: list[torch.Tensor], key: int) -> None:\n"
-        f"    offloader = {registry}[key]\n"
-        + custom_ops.indent(wait_code)
-        + "\n\n"
-        f"@{wait_op}.register_fake\n"
-        "def _(device_tensors, key):\n"
-        "    return None\n"
-    )
-    ops = statements(block)
-    blank = cst.EmptyLine(indent=False)
-    ops[0] = ops[0].with_changes(leading_lines=[blank, blank, *custom_ops.leading_lines(ops[0])])
-    top = _top_level_of(model, shape.producer)[1]
-    assert top is not None
-    plan.insert_after(top, ops, ("OFL101", "OFL103"), "the stream and event work as custom ops")
-    plan.need_import(
-        "weakref", CaptureTestSpelling(model, plan).import_anchor(), ("OFL101",), "import weakref (the ops' registry)"
-    )
-
-    for stmt in forks:
-        plan.replace(stmt, None, ("OFL103",), "the fork moves into the copy op")
-    plan.replace(with_stmt, None, ("OFL101", "OFL103"), "the copy moves into the copy op")
-    plan.insert_before(
-        with_stmt,
-        statements(
-            "# compile-safe: the copy and its event run in a custom op (defined after this class),\n"
-            "# into device tensors made here, so the compiler owns them.\n"
-            f"{tensors} = {{\n"
-            f"    name: torch.empty_like(host, device={copy.device}) for name, host in {copy.host}.items()\n"
-            "}\n"
-            f"{start_op}(list({tensors}.values()), list({copy.host}.values()), {key})\n"
-        ),
-        ("OFL101", "OFL103"),
-        "issue the copy through the copy op",
-    )
-    init = shape.init
-    assert init is not None
-    anchor = shape.event_init or top_level_statements(init)[-1]
-    plan.insert_after(
-        anchor,
-        statements(
-            "# The custom ops find this offloader by its key.\n"
-            f"{key} = id(self)\n"
-            f"{registry}[{key}] = self\n"
-        ),
-        ("OFL101",),
-        "register the offloader with the custom ops",
-    )
-    wait = statements(
-        "# compile-safe: the wait on the copy's event runs in a custom op (defined after this\n"
-        "# class) that declares the device tensors mutated, so every read of them follows it.\n"
-        f"{wait_op}(list({tensors}.values()), {key})\n"
-    )
-    _plan_pending_wait(shape, plan, wait)
-    return True
 
 
 # ----------------------------------------------------------------------------- end-of-forward join
