@@ -180,8 +180,11 @@ def load_verdicts(path: Path) -> dict[Key, Verdict]:
             raise VerdictsError(f"{where}: verdict {verdict.verdict!r} not in {VERDICT_VALUES}")
         if not verdict.reason.strip() or "\n" in verdict.reason:
             raise VerdictsError(f"{where}: reason must be one non-empty line")
-        if verdict.key in verdicts:
-            raise VerdictsError(f"{where}: duplicate verdict for {verdict.key}")
+        earlier = verdicts.get(verdict.key)
+        if earlier is not None and earlier.judged >= verdict.judged:
+            # a finding is re-judged with a later date (the code it points at is re-read); two
+            # verdicts of one day for one finding are a mistake
+            raise VerdictsError(f"{where}: duplicate verdict for {verdict.key} (judged {verdict.judged})")
         verdicts[verdict.key] = verdict
     return verdicts
 

@@ -16,7 +16,7 @@ import libcst as cst
 
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import CallSite, FunctionInfo
-from offlint.analysis.syntax import call_argument
+from offlint.analysis.syntax import call_argument, with_value
 
 # stream and event operations whose receiver is the object acted on
 OPERATIONS = frozenset(
@@ -72,7 +72,7 @@ def _as_caller(
         return expr if on_self else None
     if isinstance(expr, cst.Subscript | cst.Attribute):
         inner = _as_caller(expr.value, helper, site, bound)
-        return expr.with_changes(value=inner) if inner is not None else None
+        return with_value(expr, inner) if inner is not None else None
     return None
 
 

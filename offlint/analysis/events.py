@@ -14,7 +14,7 @@ from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.program import CallSite, ClassInfo, FunctionInfo
-from offlint.analysis.syntax import call_argument, name_of, unsubscripted, walk
+from offlint.analysis.syntax import call_argument, name_of, unsubscripted, walk, with_value
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 
 
@@ -91,6 +91,14 @@ def _event_bindings(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionIn
         if fn.cls is None:
             return []
         stored = stores_of_self(model, fn.cls).get(attr)
+        return stored.values if stored is not None else []
+    if isinstance(base, cst.Attribute) and isinstance(base.value, cst.Name):
+        # `call.done` where `call = _SharedExpertCall(...)` in this function: what that class
+        # stores in `self.done`
+        cls = model._class_of_local(base.value.value, fn)
+        if cls is None:
+            return []
+        stored = stores_of_self(model, cls).get(base.attr.value)
         return stored.values if stored is not None else []
     if not isinstance(base, cst.Name):
         return []
@@ -258,12 +266,53 @@ def _rebased(expr: cst.BaseExpression, root: cst.Name, passed: cst.BaseExpressio
     """`expr` with its root name read as `passed` (`slot.ready` with `slot` = `_SLOTS[n]`)."""
     if expr is root:
         return passed
-    # fresh nodes (a skeleton's cannot be copied with changes): only read, never rendered
-    if isinstance(expr, cst.Attribute):
-        return cst.Attribute(value=_rebased(expr.value, root, passed), attr=expr.attr)
-    if isinstance(expr, cst.Subscript):
-        return cst.Subscript(value=_rebased(expr.value, root, passed), slice=expr.slice)
+    if isinstance(expr, cst.Attribute | cst.Subscript):
+        return with_value(expr, _rebased(expr.value, root, passed))
     return expr
+
+
+def returned_after_recording(model: ModuleModel, site: CallSite, event: cst.BaseExpression) -> bool:
+    """`ready` bound once, before `site`, from a same-module call that records the event it
+    returns (`shared, ready = _start_shared(..., self._join)`, whose body does
+    `join.record(stream); return out, join`): recorded within this call, so in the same capture."""
+    name = name_of(event)
+    fn = site.function
+    if name is None:
+        return False
+    bindings = [a for a in fn.assignments if a.order < site.order and any(_binds(t, name) for t in a.targets)]
+    if len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
+        return False
+    target = next(t for t in bindings[0].targets if _binds(t, name))
+    index = None if isinstance(target, cst.Name) else next(
+        i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name  # type: ignore[attr-defined]
+    )
+    helper = model._called_function(bindings[0].value, fn)
+    if helper is None:
+        return False
+    recorded = False
+    for ret in helper.returns:
+        value = ret.node.value
+        if index is not None:
+            value = value.elements[index].value if isinstance(value, cst.Tuple) and index < len(value.elements) else None
+        if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+            continue  # returns no event there: the wait's own `is not None` test covers it
+        returned = name_of(value)
+        if returned is None or not any(
+            call.method in ("record", "record_event") and call.receiver is not None
+            and name_of(call.receiver) == returned and call.order < ret.order
+            for call in helper.calls
+        ):
+            return False
+        recorded = True
+    return recorded
+
+
+def _binds(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, cst.Tuple | cst.List):
+        return any(isinstance(e.value, cst.Name) and e.value.value == name for e in target.elements)
+    return False
 
 
 def _lambda_calls_of(model: ModuleModel, fn: FunctionInfo) -> list[tuple[cst.Call, FunctionInfo]]:

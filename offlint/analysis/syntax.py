@@ -223,3 +223,11 @@ def unsubscripted(expr: cst.BaseExpression) -> cst.BaseExpression:
 def name_of(expr: cst.BaseExpression) -> str | None:
     """`x` for the name `x`, else None."""
     return expr.value if isinstance(expr, cst.Name) else None
+
+
+def with_value(node: cst.Attribute | cst.Subscript, value: cst.BaseExpression) -> cst.BaseExpression:
+    """`node` with another object in front (`x.ready` -> `_SLOTS[n].ready`), as a fresh node: a
+    skeleton's nodes carry no whitespace and cannot be copied with changes. Read, never printed."""
+    if isinstance(node, cst.Attribute):
+        return cst.Attribute(value=value, attr=node.attr)
+    return cst.Subscript(value=value, slice=node.slice)

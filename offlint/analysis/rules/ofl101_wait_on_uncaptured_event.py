@@ -13,6 +13,7 @@ from offlint.analysis.events import (
     handing_calls,
     is_external_event,
     recorded_into_local,
+    returned_after_recording,
 )
 from offlint.analysis.facts import (
     is_event,
@@ -73,6 +74,8 @@ def _may_be_uncaptured(model: ModuleModel, site: CallSite, event: cst.BaseExpres
         return False  # recorded earlier in the same call, hence in the same capture
     if recorded_earlier_in_call(site, event):
         return False  # `self.done.record()` earlier in this call, on every path to the wait
+    if returned_after_recording(model, site, event):
+        return False  # `_, ready = _start_shared(...)`, which records the event it returns
     if name is not None and storage_of(event) is None and recorded_in_enclosing_call(model, site, name):
         return False  # a closure's event, recorded within the same call of the enclosing function
     return not recorded_into_local(model, event, site.function)  # `sent.append(main.record_event())`

@@ -25,8 +25,11 @@ def _made_in_the_block(model: ModuleModel, site: CallSite, scope: StreamScope) -
     assert receiver is not None
     if _assigned_in_block(site.function, receiver, site.order, site.stream_scopes, scope):
         return True
+    # handed in: only where the caller makes it inside the block itself (a caller that merely
+    # runs under a caller's block passes tensors made before it, as often as not)
     return any(
-        _assigned_in_block(caller.function, arg, caller.order, caller.stream_scopes, scope)
+        any(s is scope for s in caller.stream_scopes)
+        and _assigned_in_block(caller.function, arg, caller.order, caller.stream_scopes, scope)
         for caller, arg, _ in handing_calls(model, receiver, site.function)
     )
 
