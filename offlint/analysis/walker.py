@@ -99,16 +99,7 @@ class BodyWalker:
                         self.small(small, stmt, ctx)
                         if switched is not None:
                             self.scopes.remove(switched)
-                        switched = StreamScope(
-                            node=stmt,
-                            stream=switch.args[0].value,
-                            order=self.next_order(),
-                            call=switch,
-                            context=Context.CAPTURING if self.graph_depth else ctx,
-                            guards=tuple(self.guards),
-                        )
-                        self.scopes.append(switched)
-                        self.fn.stream_withs.append(switched)
+                        switched = self._enter_stream(stmt, switch.args[0].value, switch, ctx)
                         continue
                     if self._is_capture_begin(small):
                         self.small(small, stmt, ctx)
@@ -138,6 +129,23 @@ class BodyWalker:
             self.scopes.remove(switched)
         del self.guards[len(self.guards) - early_exits :]
         return ctx
+
+    def _enter_stream(
+        self, node: cst.With | cst.SimpleStatementLine, stream: cst.BaseExpression, call: cst.Call | None, ctx: Context
+    ) -> StreamScope:
+        """Make `stream` current for what follows (a `with` body, or the rest of a block after
+        `set_stream`); the caller leaves it."""
+        scope = StreamScope(
+            node=node,
+            stream=stream,
+            order=self.next_order(),
+            call=call,
+            context=Context.CAPTURING if self.graph_depth else ctx,
+            guards=tuple(self.guards),
+        )
+        self.scopes.append(scope)
+        self.fn.stream_withs.append(scope)
+        return scope
 
     def _stream_switch(self, small: cst.BaseSmallStatement) -> cst.Call | None:
         """The `torch.cuda.set_stream(s)` call a statement is."""
@@ -262,16 +270,7 @@ class BodyWalker:
             if opener is not None or held is not None:
                 stream = opener.args[0].value if opener is not None else held
                 assert stream is not None
-                scope = StreamScope(
-                    node=stmt,
-                    stream=stream,
-                    order=self.next_order(),
-                    call=opener,
-                    context=Context.CAPTURING if self.graph_depth else ctx,
-                    guards=tuple(self.guards),
-                )
-                self.scopes.append(scope)
-                self.fn.stream_withs.append(scope)
+                self._enter_stream(stmt, stream, opener, ctx)
                 pushed += 1
             elif isinstance(item.item, cst.Call):
                 q = self.model.qualname(item.item.func)
