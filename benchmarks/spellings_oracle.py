@@ -50,6 +50,27 @@ class Case:
     run: Callable[[], dict[str, Any]]
 
 
+def _drive_prefetch(mod: Any) -> dict[str, Any]:
+    """One eager forward, a capture, then replays with new inputs and new pinned weights: whether
+    each replay redid the side-stream copy (`mod.buf` follows `mod.w`) and matched eager."""
+    import torch
+
+    x = torch.randn(SIZE, SIZE, device="cuda")
+    mod(x)
+    torch.cuda.synchronize()
+    graph, out, info = _capture(lambda: mod(x))
+    if info is not None:
+        return _failed(info)
+
+    def mutate(round_: int) -> None:
+        x.copy_(torch.randn(SIZE, SIZE, device="cuda"))
+        mod.w.copy_(torch.randn(SIZE, SIZE))
+
+    side = lambda: (mod.buf, mod.w)  # noqa: E731
+    res = _replays(graph, out, mutate, lambda: x @ mod.w.cuda(), side)
+    return {"capture_ok": True, **res}
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -219,22 +240,7 @@ def _set_stream_case(copy_into_buffer: bool) -> dict[str, Any]:
             torch.cuda.set_stream(main)
             return x @ wd
 
-    w = torch.randn(SIZE, SIZE)
-    mod = Prefetch(w)
-    x = torch.randn(SIZE, SIZE, device="cuda")
-    mod(x)
-    torch.cuda.synchronize()
-    graph, out, info = _capture(lambda: mod(x))
-    if info is not None:
-        return _failed(info)
-
-    def mutate(round_: int) -> None:
-        x.copy_(torch.randn(SIZE, SIZE, device="cuda"))
-        mod.w.copy_(torch.randn(SIZE, SIZE))
-
-    side = lambda: (mod.buf, mod.w)  # noqa: E731
-    res = _replays(graph, out, mutate, lambda: x @ mod.w.cuda(), side)
-    return {"capture_ok": True, **res}
+    return _drive_prefetch(Prefetch(torch.randn(SIZE, SIZE)))
 
 
 # --------------------------------------------------------------------------- 3 g_dict_stream
@@ -264,22 +270,7 @@ def _dict_stream_case(copy_into_buffer: bool) -> dict[str, Any]:
             torch.cuda.current_stream().wait_stream(s)
             return x @ wd
 
-    w = torch.randn(SIZE, SIZE)
-    mod = Prefetch(w)
-    x = torch.randn(SIZE, SIZE, device="cuda")
-    mod(x)
-    torch.cuda.synchronize()
-    graph, out, info = _capture(lambda: mod(x))
-    if info is not None:
-        return _failed(info)
-
-    def mutate(round_: int) -> None:
-        x.copy_(torch.randn(SIZE, SIZE, device="cuda"))
-        mod.w.copy_(torch.randn(SIZE, SIZE))
-
-    side = lambda: (mod.buf, mod.w)  # noqa: E731
-    res = _replays(graph, out, mutate, lambda: x @ mod.w.cuda(), side)
-    return {"capture_ok": True, **res}
+    return _drive_prefetch(Prefetch(torch.randn(SIZE, SIZE)))
 
 
 # --------------------------------------------------------------------------- 4 i_to_cpu
