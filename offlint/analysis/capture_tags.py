@@ -11,7 +11,7 @@ from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import ModuleModel, attribute_stores
 from offlint.analysis.program import CallSite, ClassInfo, FunctionInfo
-from offlint.analysis.syntax import falsy_literal, operands, walk
+from offlint.analysis.syntax import falsy_literal, operands, unsubscripted, walk
 from offlint.analysis.torch_api import CAPTURE_TESTS
 
 
@@ -106,7 +106,7 @@ def guarded_by_validity_flag(model: ModuleModel, site: CallSite, event: cst.Base
     the methods that record `self._store_done` (and clears it elsewhere), or a payload the recorder
     leaves and the waiter empties (`self.kw_ready.wait(); kw, self.kw = self.kw, None`): the author
     tracks by hand that the event was recorded where the wait will run, as a capture tag does."""
-    event_attr = self_attribute(event)
+    event_attr = self_attribute(unsubscripted(event))  # `self.ev`, or an element `self.evs[k]`
     cls = site.function.cls
     if event_attr is None or cls is None:
         return False
@@ -192,7 +192,7 @@ def _recorders(model: ModuleModel, cls: ClassInfo) -> dict[str, set[int]]:
     for fn in cls.methods.values():
         for effect in effects_of(model, fn):
             if effect.method == "record":
-                attr = self_attribute(effect.receiver)
+                attr = self_attribute(unsubscripted(effect.receiver))
                 if attr is not None:
                     found.setdefault(attr, set()).add(id(fn))
         for a in fn.assignments:

@@ -292,11 +292,10 @@ def forked_before(model: ModuleModel, fn: FunctionInfo, key: str, order: int) ->
     caller before it calls us."""
 
     def forks(site: CallSite, key: str) -> bool:
-        return fork_key(model, site) == key
+        # a stream handed to a function offlint cannot see may be forked there
+        return fork_key(model, site) == key or _handed_to_helper(model, site, key)
 
-    return _in_this_call(
-        model, fn, key, order, forks, before=True, also=lambda site, key: _handed_to_helper(model, site, key)
-    )
+    return _in_this_call(model, fn, key, order, forks, before=True)
 
 
 def _in_this_call(
@@ -307,7 +306,6 @@ def _in_this_call(
     test: KeyedTest,
     *,
     before: bool,
-    also: KeyedTest | None = None,
     where: Callable[[CallSite], bool] | None = None,
 ) -> bool:
     """`test` holds for a call site of this call before (or after) `order`: here, in a
@@ -318,7 +316,7 @@ def _in_this_call(
             continue
         if where is not None and not where(site):
             continue
-        if test(site, key) or (also is not None and also(site, key)):
+        if test(site, key):
             return True
         if _callee_satisfies(model, fn, site, fn, key, test):
             return True
@@ -597,11 +595,24 @@ def entry_side_scope(model: ModuleModel, fn: FunctionInfo, _seen: set[int] | Non
 
 
 def joined_by_sibling(model: ModuleModel, fn: FunctionInfo, key: str) -> bool:
-    return sibling_within_call(model, fn, key, lambda site: is_join_of(model, site, key))
+    return sibling_within_call(
+        model,
+        fn,
+        key,
+        lambda site: is_join_of(model, site, key)
+        or _waits_on_handed_event(model, site)
+        or _callee_satisfies(model, site.function, site, fn, key, lambda s, k: is_join_of(model, s, k)),
+    )
 
 
 def forked_by_sibling(model: ModuleModel, fn: FunctionInfo, key: str) -> bool:
-    return sibling_within_call(model, fn, key, lambda site: fork_key(model, site) == key)
+    return sibling_within_call(
+        model,
+        fn,
+        key,
+        lambda site: fork_key(model, site) == key
+        or _callee_satisfies(model, site.function, site, fn, key, lambda s, k: fork_key(model, s) == k),
+    )
 
 
 def held_only_when_forked(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
