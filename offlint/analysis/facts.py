@@ -114,7 +114,7 @@ def class_assignments(model: ModuleModel, cls: ClassInfo) -> dict[str, list[tupl
     def index() -> dict[str, list[tuple[FunctionInfo, Assignment]]]:
         found: dict[str, list[tuple[FunctionInfo, Assignment]]] = {}
         for fn in model.functions:
-            if fn.cls is not cls:
+            if not model.runs_on(fn, cls):
                 continue
             for assign in fn.assignments:
                 for target in assign.targets:

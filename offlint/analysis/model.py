@@ -384,6 +384,11 @@ class ModuleModel:
                 return method
         return None
 
+    def runs_on(self, fn: FunctionInfo, cls: ClassInfo) -> bool:
+        """`fn` is a method an instance of `cls` runs: its own, or one it inherits from a
+        same-module base (a base's method sees the subclass's `self.` attributes)."""
+        return fn.cls is not None and fn.cls in self.ancestry(cls)
+
     def _share_attributes_in_families(self) -> None:
         """What `self.x` is, shared along each class's same-module ancestry both ways: a
         subclass inherits its bases' attributes, and a base's method runs with `self` an

@@ -20,7 +20,7 @@ import libcst as cst
 from offlint.analysis.kinds import keyword, names_cuda_device
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
-from offlint.analysis.program import CallSite
+from offlint.analysis.program import CallSite, ClassInfo
 from offlint.analysis.reachability import is_hook_class
 from offlint.analysis.syntax import parameter_names
 
@@ -36,6 +36,7 @@ class ModuleMove:
     site: CallSite
     method: str  # the hook method it runs in: "pre_forward", "post_forward", "init_hook", ...
     target: MoveTarget
+    owner: ClassInfo | None = None  # the hook class whose instance runs it (it may inherit it)
 
 
 _CASTS = frozenset({"half", "float", "bfloat16", "double"})
@@ -44,10 +45,16 @@ _CASTS = frozenset({"half", "float", "bfloat16", "double"})
 def module_moves(model: ModuleModel) -> list[ModuleMove]:
     by_name = {cls.name: cls for cls in model.classes}
     found: list[ModuleMove] = []
+    seen: set[int] = set()
     for cls in model.classes:
         if not is_hook_class(cls, by_name):
             continue
-        for fn in cls.methods.values():
+        # its own methods and those it inherits from same-module bases (first definition wins)
+        methods = {name: m for holder in reversed(model.ancestry(cls)) for name, m in holder.methods.items()}
+        for fn in methods.values():
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
             params = parameter_names(fn.node.params)
             if len(params) < 2 or params[0] != "self":
                 continue
@@ -58,7 +65,7 @@ def module_moves(model: ModuleModel) -> list[ModuleMove]:
                     continue
                 target = _target_of(model, site)
                 if target is not None:
-                    found.append(ModuleMove(site, fn.name, target))
+                    found.append(ModuleMove(site, fn.name, target, cls))
     return found
 
 
@@ -89,8 +96,7 @@ def _target_of(model: ModuleModel, site: CallSite) -> MoveTarget | None:
 def parks_on_host(model: ModuleModel, move: ModuleMove) -> ModuleMove | None:
     """Another method of the same hook class moves the module to the host (`init_hook`,
     `offload`): between forwards its parameters sit in pageable memory."""
-    cls = move.site.function.cls
     for other in module_moves(model):
-        if other.target is MoveTarget.HOST and other.site.function.cls is cls and other.method != move.method:
+        if other.target is MoveTarget.HOST and other.owner is move.owner and other.method != move.method:
             return other
     return None

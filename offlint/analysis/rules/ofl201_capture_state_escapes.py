@@ -61,7 +61,7 @@ class CaptureStateEscapes(Rule):
             if not made:
                 continue
             for fn in model.functions:
-                if fn.cls is not cls or capture_bookkeeping_tests(model, fn):
+                if not model.runs_on(fn, cls) or capture_bookkeeping_tests(model, fn):
                     continue
                 yield from self._eager_consumptions(model, fn, made)
 
@@ -69,7 +69,7 @@ class CaptureStateEscapes(Rule):
         """`self.X = <fresh device state>` in a branch that only runs while capturing."""
         made: dict[str, Assignment] = {}
         for fn in model.functions:
-            if fn.cls is not cls:
+            if not model.runs_on(fn, cls):
                 continue
             for assign in fn.assignments:
                 if assign.context is not Context.CAPTURING or assign.value is None:

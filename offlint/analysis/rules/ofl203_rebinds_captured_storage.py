@@ -46,7 +46,7 @@ class RebindsCapturedStorage(Rule):
         for cls in model.classes:
             sources: dict[str, CallSite] = {}
             for site in copies:
-                if site.function.cls is cls:
+                if model.runs_on(site.function, cls):
                     attr = _source_attr(_copy_source(model, site))
                     if attr is not None and not _migrates_itself(site, attr):
                         sources.setdefault(attr, site)
@@ -136,7 +136,7 @@ def _rebindings(
 ) -> Iterator[Assignment]:
     bindings: list[Assignment] = []
     for fn in model.functions:
-        if fn.cls is not cls:
+        if not model.runs_on(fn, cls):
             continue
         for assign in fn.assignments:
             if assign.value is None or is_none(assign.value):

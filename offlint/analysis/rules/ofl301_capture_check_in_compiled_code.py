@@ -149,7 +149,7 @@ def _attr_forwards(model: ModuleModel, cls: ClassInfo, attr: str) -> list[Functi
     """`forward`s of same-module modules stored in `self.attr` (also in ModuleLists)."""
     out: list[FunctionInfo] = []
     for fn in model.functions:
-        if fn.cls is not cls:
+        if not model.runs_on(fn, cls):
             continue
         for assign in fn.assignments:
             if assign.value is not None and any(self_attribute(t) == attr for t in assign.targets):
