@@ -34,7 +34,7 @@ NAMES = sorted(TRANSFORMS)
 # every 4th catalogue example: bad and good ones of every rule, in < 30 s
 SAMPLE = catalogue_seeds()[::4]
 # preservation over the sample's single-transform variants, measured 2026-12-05: 650/707 = 0.919
-PRESERVATION_FLOOR = 0.91
+PRESERVATION_FLOOR = 0.94
 
 # a seed on which each transform applies (the benchmark shows where else)
 APPLIES_TO = {
