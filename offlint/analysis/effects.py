@@ -49,10 +49,13 @@ def _effects(model: ModuleModel, fn: FunctionInfo, depth: int) -> list[Effect]:
         bound = helper.is_method and isinstance(site.node.func, cst.Attribute)
         for inner in effects_of(model, helper, depth + 1):
             receiver = _as_caller(inner.receiver, helper, site, bound)
-            if receiver is None:
-                continue
-            arguments = tuple(_as_caller(a, helper, site, bound) or a for a in inner.arguments)
-            found.append(Effect(inner.method, receiver, arguments, site))
+            mapped = [_as_caller(a, helper, site, bound) for a in inner.arguments]
+            if receiver is None and not (isinstance(inner.receiver, cst.Call) and any(m is not None for m in mapped)):
+                continue  # acts on the helper's own objects, not on what the caller hands it
+            # `torch.cuda.current_stream().wait_event(ev)`: a receiver made by a call is made again
+            # at the caller (the current stream is the caller's too)
+            arguments = tuple(m if m is not None else a for m, a in zip(mapped, inner.arguments, strict=True))
+            found.append(Effect(inner.method, receiver if receiver is not None else inner.receiver, arguments, site))
     return found
 
 

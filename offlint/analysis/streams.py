@@ -13,6 +13,7 @@ import libcst as cst
 from offlint.analysis.capture_tags import capture_bookkeeping_tests
 from offlint.analysis.closures import carries_key, sibling_within_call
 from offlint.analysis.context import Context
+from offlint.analysis.effects import effects_of
 from offlint.analysis.facts import (
     argument_for,
     class_assignments,
@@ -432,24 +433,10 @@ def joined_after(model: ModuleModel, fn: FunctionInfo, key: str, order: int, for
 def _waits_on_handed_event(model: ModuleModel, site: CallSite) -> bool:
     """`_block_on(done)` where the same-module helper waits on the event it is handed
     (`def _block_on(ev): torch.cuda.current_stream().wait_event(ev)`): a join at the call."""
-    target = model._called_function(site.node, site.function)
-    if target is None:
-        return False
-    bound = target.is_method and isinstance(site.node.func, cst.Attribute)
-    for inner in target.calls:
-        if inner.method == "wait_event" and inner.node.args:
-            waited = inner.node.args[0].value
-        elif inner.method == "wait" and inner.receiver is not None:
-            waited = inner.receiver
-        else:
-            continue
-        if (
-            isinstance(waited, cst.Name)
-            and is_parameter(target, waited.value)
-            and call_argument(site.node, target.node.params, waited.value, bound) is not None
-        ):
-            return True
-    return False
+    return any(
+        effect.site is site and effect.site.method not in ("wait", "wait_event") and effect.method in ("wait", "wait_event")
+        for effect in effects_of(model, site.function)
+    )
 
 
 def _uncovered_conditions(
