@@ -75,7 +75,7 @@ def test_pre_commit_snippets_point_at_this_project_and_its_hooks() -> None:
                 kinds.add("local")
                 # the same command as the published hook
                 assert hook["entry"] == manifest[hook["id"]]["entry"]
-                assert hook["require_serial"] is True and hook["types"] == ["python"]
+                assert hook["require_serial"] is True and hook["types_or"] == ["python", "jupyter"]  # notebooks are checked too
                 entry = hook["entry"]
             else:
                 kinds.add("commit")

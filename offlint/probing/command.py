@@ -61,7 +61,7 @@ _OPTION_KEYS = {
     "--entry",
     metavar="MODULE:FUNC",
     help="Probe your own model: pkg.module:build or path/file.py:build returns the model with "
-    "its offloading installed and make_inputs(batch_size) (README: the --entry protocol); a "
+    "its offloading installed and make_inputs(batch_size) (docs/probe.md: the --entry protocol); a "
     "bundled example: group-offload, prefetch-offload, sglang-offload; or a real library's "
     "offloading: diffusers-group-offload, accelerate-cpu-offload, sglang-offloader-v2. "
     "--init-arg values go to build().",
