@@ -17,6 +17,7 @@ BLIND = Path(__file__).resolve().parent.parent / "corpus" / "blind"
 FLOORS = {
     "2026-12-05-a": (0.67, 0.95),
     "2026-12-05-b": (0.85, 1.0),
+    "2026-12-05-c": (0.68, 0.73),
 }
 
 

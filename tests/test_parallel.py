@@ -105,14 +105,14 @@ def test_prefilter_never_drops_a_finding(example: RuleExample) -> None:
 
 
 def test_gate_knows_every_model_source() -> None:
-    from offlint.analysis import model, reachability, torch_api, walker
+    from offlint.analysis import build, model, reachability, torch_api, walker
 
     assert reachability.HOOK_REGISTRARS <= torch_api.HOOK_REGISTRARS
-    assert model.SEGMENTED_GRAPH_CONTEXTS | reachability.EAGER_BREAK_DECORATORS <= torch_api.CAPTURE_METHOD_NAMES
+    assert build.SEGMENTED_GRAPH_CONTEXTS | reachability.EAGER_BREAK_DECORATORS <= torch_api.CAPTURE_METHOD_NAMES
     assert {f"torch.cuda.{n}" for n in torch_api.CAPTURE_API_NAMES} >= reachability.GRAPHED_CALLABLES
     assert model.STREAM_ORDERING_METHODS <= torch_api.CAPTURE_METHOD_NAMES
     # the walk (walker.py) opens graph regions and stream contexts; the model types capture tests
-    for qualname in walker.STREAM_CONTEXTS | walker.GRAPH_CONTEXTS | model.CAPTURE_TESTS:
+    for qualname in walker.STREAM_CONTEXTS | walker.STREAM_SWITCHES | walker.GRAPH_CONTEXTS | model.CAPTURE_TESTS:
         assert qualname.rsplit(".", 1)[1] in torch_api.CAPTURE_API_NAMES
 
 

@@ -88,7 +88,7 @@ TENSOR_HOST_SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 #   aliases (`torch.Event`, `torch.accelerator.current_stream`) keep the last name:
 CAPTURE_API_NAMES = frozenset(
     q.rsplit(".", 1)[1]
-    for q in STREAM_CONSTRUCTORS | EVENT_CONSTRUCTORS | STREAM_CONTEXTS | CAPTURE_TESTS
+    for q in STREAM_CONSTRUCTORS | EVENT_CONSTRUCTORS | STREAM_CONTEXTS | STREAM_SWITCHES | CAPTURE_TESTS
     | GRAPH_CONTEXTS | GRAPH_CONSTRUCTORS | GRAPHED_CALLABLES
 )
 # an accelerator object of the project's own is known by these calls on it, whatever its name
