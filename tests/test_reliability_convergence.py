@@ -109,3 +109,15 @@ def test_fix_apply_keeps_extended_attributes(tmp_path: Path, monkeypatch: pytest
     assert result.exit_code == 0, result.output
     assert target.read_bytes() != FIXTURE.read_bytes()
     assert os.getxattr(target, "user.note") == b"keep"
+
+
+def test_check_does_not_offer_a_fix_without_a_fixed_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m.py").write_text(NON_CONVERGING)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--min-confidence", "low", "m.py"])
+    assert result.exit_code == 1 and "OFL103" in result.output, result.output
+    assert "[*]" not in result.output and "fixable" not in result.output
+    # a converging fix in the same shape is still offered
+    (tmp_path / "f.py").write_bytes(FIXTURE.read_bytes())
+    result = CliRunner().invoke(main, ["check", "--no-cache", "f.py"])
+    assert "[*]" in result.output, result.output

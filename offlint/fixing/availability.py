@@ -17,10 +17,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from offlint.analysis.build import build_model
 from offlint.analysis.engine import FileSettings
-from offlint.analysis.model import ModuleModel
+from offlint.analysis.model import ModelOptions, ModuleModel
 from offlint.diagnostics import Diagnostic, Fix, TextEdit
-from offlint.fixing.apply import FIXERS, Fixer, FixSettings
+from offlint.fixing.apply import FIXERS, MAX_ROUNDS, Fixer, FixSettings
 from offlint.fixing.edits import StatementPlan
 
 
@@ -29,12 +30,7 @@ def _plans(
 ) -> Iterator[tuple[Fixer, StatementPlan | Exception]]:
     """What each fixer selected by the fixable diagnostics plans on `model` (or why it could not)."""
     wanted = frozenset(d.code for d in diagnostics if d.fixable)
-    fix_settings = FixSettings(
-        select=wanted,
-        capture_reachable=settings.capture_reachable,
-        min_confidence=settings.min_confidence,
-        compile_safe=settings.compile_safe,
-    )
+    fix_settings = _fix_settings(settings, diagnostics)
     for fixer in FIXERS:
         if not fixer.selected(wanted):
             continue
@@ -42,6 +38,47 @@ def _plans(
             yield fixer, fixer.plan(model, fix_settings)[0]
         except Exception as exc:
             yield fixer, exc
+
+
+def _fix_settings(settings: FileSettings, diagnostics: list[Diagnostic]) -> FixSettings:
+    return FixSettings(
+        select=frozenset(d.code for d in diagnostics if d.fixable),
+        capture_reachable=settings.capture_reachable,
+        min_confidence=settings.min_confidence,
+        compile_safe=settings.compile_safe,
+    )
+
+
+def _converges(model: ModuleModel, fixers: list[Fixer], settings: FixSettings) -> bool:
+    """Whether `fix`'s rounds reach a fixed point within MAX_ROUNDS on this module: the fixers
+    applied in turn, each on the text the previous one left (as `fix_source` does), until a round
+    changes nothing. A fix that keeps adding code is not written by `fix`, so `check` must not
+    offer it."""
+    order = [fixer for fixer in FIXERS if fixer in fixers]
+    module = model.module
+    current: ModuleModel | None = model
+    for _ in range(MAX_ROUNDS):
+        progressed = False
+        for fixer in order:
+            try:
+                if current is None:
+                    current = build_model(module, ModelOptions(capture_reachable=settings.capture_reachable))
+                plan = fixer.plan(current, settings)[0]
+                if not plan:
+                    continue
+                fixed = plan.apply(module).code
+                if fixed == module.code:
+                    continue
+                module = cst.parse_module(fixed)
+            except Exception:  # `fix` drops a fixer that fails; the others go on
+                continue
+            if current is not model:
+                current.dispose()
+            current = None
+            progressed = True
+        if not progressed:
+            return True
+    return False
 
 
 def text_edits(module: cst.Module, before: list[str], plan: StatementPlan) -> tuple[TextEdit, ...]:
@@ -226,6 +263,8 @@ class FixAvailability:
                 continue
             if edits:
                 planned.update((rule, (fixer, edits)) for rule in rules)
+        if planned and not _converges(model, [fixer for fixer, _ in planned.values()], _fix_settings(settings, diagnostics)):
+            planned.clear()  # `fix` writes nothing for a file whose fixes keep changing it
         out = []
         for d in diagnostics:
             if d.code not in planned or not d.fixable:
