@@ -21,7 +21,7 @@ from offlint.analysis.build import build_model
 from offlint.analysis.engine import FileSettings
 from offlint.analysis.model import ModelOptions, ModuleModel
 from offlint.diagnostics import Diagnostic, Fix, TextEdit
-from offlint.fixing.apply import FIXERS, MAX_ROUNDS, Fixer, FixSettings
+from offlint.fixing.apply import FIXERS, MAX_ROUNDS, Fixer, FixSettings, keep_lone_cr
 from offlint.fixing.edits import StatementPlan
 
 
@@ -84,7 +84,7 @@ def _converges(model: ModuleModel, fixers: list[Fixer], settings: FixSettings) -
 def text_edits(module: cst.Module, before: list[str], plan: StatementPlan) -> tuple[TextEdit, ...]:
     """The plan's changes to `module` (whose text is the lines `before`), as whole-line
     replacements (the plan edits whole statements; everything between them is kept byte for byte)."""
-    after = plan.apply(module).code.splitlines(keepends=True)
+    after = keep_lone_cr(plan.apply(module).code, module.code).splitlines(keepends=True)
     return tuple(
         TextEdit(first + 1, 1, last + 1, 1, "".join(after[start:end]))
         for first, last, start, end in changed_blocks(before, after)
