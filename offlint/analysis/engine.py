@@ -25,7 +25,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
-from offlint.analysis.guard import analysis_refusal, libcst_refusal, parse_with_cpython, refusal
+from offlint.analysis.guard import (
+    analysis_refusal,
+    depth_problem,
+    libcst_refusal,
+    parse_with_cpython,
+    refusal,
+)
 from offlint.analysis.prefilter import blank_literal_tables, plan_for
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
@@ -287,6 +293,8 @@ def _analyse(job: _Job) -> FileReport:
         if tree is None and problem is None and light is not text:
             tree, problem = parse_with_cpython(text)
         del light
+        if tree is not None and problem is None:
+            problem = depth_problem(text, tree)
         report.timings["parse"] = time.perf_counter() - started
         if problem is not None:
             report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))

@@ -174,11 +174,37 @@ def refusal(text: str) -> Refusal | None:
         if any(m in message for m in DEPTH_MESSAGES):
             return Refusal("deep", f"code is nested too deeply to parse ({message})")
         # large or deep and broken: libcst's error recovery is what is slow or crashes here
-        return Refusal("syntax", message.splitlines()[0] if message else "invalid syntax", exc.lineno)
+        first = message.splitlines()[0] if message else "invalid syntax"
+        # CPython's place, as the main path reports it (`engine._cpython_syntax_error`)
+        return Refusal("syntax", f"{first} (column {exc.offset})" if exc.offset else first, exc.lineno)
     except (ValueError, OverflowError) as exc:
         return Refusal("syntax", str(exc).splitlines()[0] if str(exc) else "invalid source")
     problem = _chain_problem(cast(ast.Module, tree))
     return Refusal("deep", problem) if problem else None
+
+
+# every level of expression nesting takes one of these (an operator, a bracket, a trailer, a
+# keyword): a text with fewer cannot be nested MAX_TRAILERS deep, nor hold a chain that long
+_NESTING_CHARS = "+-*/%&|^~<>@([{.:,=!"
+_NESTING_WORDS = ("not", "lambda", "if", "await", "and", "or", "yield", "for", "in", "is")
+
+
+def _could_nest(text: str) -> bool:
+    bound = min(MAX_DEPTH, MAX_TRAILERS, MAX_CHAIN)
+    total = 0
+    for token in (*_NESTING_CHARS, *_NESTING_WORDS):
+        total += text.count(token)
+        if total >= bound:
+            return True
+    return False
+
+
+def depth_problem(text: str, tree: ast.Module) -> str | None:
+    """Too deep an expression or too long a chain in CPython's `tree` of `text` (see
+    `_chain_problem`): the nesting depth itself, measured wherever the text could reach it, so
+    that `check` and `fix` refuse the same files whatever their line lengths (a 5 000-deep sum
+    over short lines passed the character screen and cost libcst 11 s)."""
+    return _chain_problem(tree) if _could_nest(text) else None
 
 
 def _chain_problem(tree: ast.Module) -> str | None:

@@ -343,11 +343,16 @@ _QUOTED = re.compile(r"""'[^'\\\r\n]*'|"[^"\\\r\n]*\"""")
 LITERAL_RUN = 64  # consecutive rows: a table, not an argument list
 
 
+ROW_DEPTH = 20  # deeper rows are left to the parsers (and the depth guard)
+
+
 def _balanced(row: str) -> bool:
     depth = 0
     for char in _QUOTED.sub("", row):
         if char in "([{":
             depth += 1
+            if depth > ROW_DEPTH:
+                return False
         elif char in ")]}":
             depth -= 1
             if depth < 0:
