@@ -17,11 +17,13 @@ from pathlib import Path
 import click
 
 from offlint.diagnostics import FileError
+from offlint.pipeline.processes import ends_with_the_run
 from offlint.reporting._sources import printable
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 
 
+@ends_with_the_run
 def run_fix(
     *,
     paths: tuple[Path, ...],
