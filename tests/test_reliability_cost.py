@@ -112,3 +112,14 @@ def test_only_whole_literal_rows_are_blanked() -> None:
         assert blank_literal_tables(text) == text, row  # no run long enough around it
     crlf = table.replace("\n", "\r\n")
     assert blank_literal_tables(crlf).count("\r\n") == crlf.count("\r\n")
+
+
+def test_a_cached_result_is_not_reused_under_other_budgets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m.py").write_text(STREAM_CODE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OFFLINT_MAX_ANALYSIS_CHARS", "1000")
+    result = CliRunner().invoke(main, ["check", "m.py"])
+    assert result.exit_code == 2 and "too-large" in result.output
+    monkeypatch.delenv("OFFLINT_MAX_ANALYSIS_CHARS")
+    result = CliRunner().invoke(main, ["check", "m.py"])  # the same cache
+    assert result.exit_code == 1 and "OFL204 [*]" in result.output, result.output

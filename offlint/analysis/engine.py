@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
 from offlint.analysis.guard import (
+    analysis_budget,
     analysis_refusal,
     depth_problem,
+    libcst_budget,
     libcst_refusal,
     parse_with_cpython,
     refusal,
@@ -100,6 +102,8 @@ class FileSettings:
                 ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}:{s.handed}" for s in self.seeds),
                 "segmented" if self.segmented_capture else "",
                 "" if self.compile_safe is None else f"compile-safe={self.compile_safe}",
+                # a result under other budgets (too-large, or no fix) is not this run's
+                f"budgets={analysis_budget()},{libcst_budget()}",
             ]
         )
 
