@@ -137,3 +137,13 @@ def test_a_lone_cr_next_to_an_inserted_block_stays_a_lone_cr(tmp_path: Path, mon
     assert after[at:].startswith(b"return self._device_tensors\r\r    def ")  # not `\r\n`: no line merged
     for kept in lines[88:93]:  # the lines the fix did not edit keep their bytes
         assert kept in after
+
+
+def test_a_fix_reaches_a_fixed_point_when_its_output_shows_new_findings() -> None:
+    # fuzz input 36979 (issue 27's run): the event hand-off rewrite leaves a `record_stream` on
+    # the allocating stream (OFL204) the original did not show; its fixer joins the next round
+    # instead of the next run fixing the file again
+    from benchmarks.fuzz import corpus, failures_for, make_input
+
+    _, data = make_input(36979, corpus())
+    assert failures_for(data) == []

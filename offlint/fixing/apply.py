@@ -310,7 +310,16 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     # the text last parsed, its tree and model: valid for every fixer until one changes the text
     # (on a large file a parse and a model cost seconds, and they used to be redone per fixer)
     parsed: tuple[bytes, cst.Module, ModuleModel | None] | None = None
-    for _round in range(MAX_ROUNDS):
+    for round_number in range(MAX_ROUNDS):
+        if round_number and current != data:
+            # the fixed text can show findings the original did not (a rewritten method now
+            # records on its allocating stream): their fixers join, or the next run would fix
+            # what this one left (a write that is not a fixed point)
+            now = check_source(current, path, _check_settings(settings))
+            shown_now = {d.code for d in now.diagnostics if d.confidence.at_least(settings.min_confidence)}
+            fixers = [
+                f for f in FIXERS if f in fixers or (f.selected(settings.select) and any(r in shown_now for r in f.rules))
+            ]
         progressed = False
         for fixer in fixers:
             if fixer.name in dropped:
