@@ -1,23 +1,29 @@
-"""How `offlint check` time and memory grow with the input: is it linear?
+"""How `offlint check` time and memory grow with the input, against issue 27's bounds.
 
-    .venv/bin/python -m benchmarks.scaling [--methods 100,200,400,800] [--sizes-mb 1,2,4,8]
-                                           [--file-sizes-kb 64,128,256,512] [--fix] [--out FILE]
+    .venv/bin/python -m benchmarks.scaling [--methods 200,400,800,1600,3200] [--table-mb 0.1,0.5,1,2,20]
+                                           [--copies 1,2,4,8] [--copy-mb 2] [--tree-mb 50] [--out FILE]
 
-Three series, each `offlint check --select ALL --no-cache -j1` (one process: the time is the
-analysis, not the pool) on generated input in a temporary folder:
+Every point is one `offlint check --select ALL --min-confidence low --no-cache -j1` (one process:
+the time is the analysis, not the pool) in a fresh interpreter, on generated input in a temporary
+folder. For each: wall time, CPU time (user + system: the machine may be shared, and CPU time
+does not count waiting for a core) and peak RSS (`ru_maxrss` of the run, read by a wrapper
+process, and the process tree sampled every 20 ms: the larger). "above base" subtracts a run on
+a small stream module (the interpreter, offlint and libcst loaded), so the ratios are the cost of
+the input itself. Each series prints its bound and PASS or FAIL:
 
+- literal table: a module with stream code and a literal table of S MB (the issue's 1 MB: 40 s
+  and 1.15 GB; 20 MB: an abort at 13 GB). Bound: peak above base <= 20x the file's size; a file
+  over the analysis budget is one `too-large` line (exit 2).
 - methods: one class with N stream methods (for each i a producer that forks a side stream,
-  copies and records an event; a consumer that waits on it and returns the tensors; a forward
-  that synchronizes), the shape that made `[*]` confirmation quadratic (issue 15, item 3);
-- tree size: real offloader code (offlint's fixtures and, when downloaded, sglang's offloaders)
-  copied into a tree of about S MB;
-- file size: the same code concatenated into one file of about K kB.
-
-For each point: wall time, CPU time (user + system, workers included: the machine may be shared,
-and CPU time does not count waiting for a core), peak RSS of the process tree, and the ratios to
-the first point: CPU ratio / size ratio is 1.0 for linear growth and 2.0 at the issue's "linear
-within 2x" bar.
-`--fix` also times `offlint fix` (diff only) on the methods series. Nothing is asserted.
+  copies and records an event; a consumer that waits on it; a forward that synchronizes), with
+  the fix budget raised so the fix confirmation (where the quadratic steps were) runs at every
+  size. Bound: the cpu each added method costs (between consecutive points) within 1.2x of the
+  first step's (linear; fixed costs cancel out).
+- tree copies: 1x, 2x, 4x, 8x copies of a slice of a real tree (sglang's first `--copy-mb` MB
+  of sources when `python -m benchmarks.trees` cached it, else offlint's fixtures). Bound: cpu
+  per copy within 1.2x of the 1x point's (the issue's measure). The slice is of files that
+  mention streams (they reach the analysis).
+- a `--tree-mb` tree of real offloader code. Bound: peak <= 1 GB.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -102,116 +109,221 @@ def real_tree(root: Path, megabytes: float) -> int:
     return total
 
 
-def real_file(path: Path, kilobytes: float) -> int:
-    """Real offloader code concatenated (imports and all) into one file of about `kilobytes`."""
-    sources = sorted(real_sources(), key=len)[:-2] or real_sources()  # the small ones: fine steps
-    parts: list[bytes] = []
-    total = 0
-    index = 0
-    while total < kilobytes * 1000:
-        data = sources[index % len(sources)].replace(b"class ", f"class V{index}_".encode())
-        parts.append(data if data.endswith(b"\n") else data + b"\n")
-        total += len(parts[-1])
-        index += 1
-    path.write_bytes(b"".join(parts))
-    return total
+_WRAPPER = """
+import os, resource, subprocess, sys
+env = dict(os.environ)
+env.update(item.split("=", 1) for item in sys.argv[1].split(";") if item)
+done = subprocess.run(sys.argv[2:], env=env)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stderr.write(f"\\nSCALING {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss * 1024}\\n")
+sys.exit(done.returncode)
+"""
 
 
-def _cpu_of_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+@dataclass
+class Point:
+    size: float  # in the series' unit
+    nbytes: int
+    wall: float
+    cpu: float
+    peak: int
+    findings: int
+    errors: list[str]
+    code: int
 
 
-def _check(path: Path, cwd: Path) -> tuple[float, float, int, int]:
+def _check(path: Path, cwd: Path, env: dict[str, str] | None = None) -> Point:
     command = [*OFFLINT, "check", "--select", "ALL", "--min-confidence", "low", "--no-cache", "-j1", "--exit-zero"]
     command += ["--output-format", "concise", str(path)]
-    cpu = _cpu_of_children()
-    run = measure(command, cwd, keep_stdout=True)
-    cpu = _cpu_of_children() - cpu
+    settings = ";".join(f"{k}={v}" for k, v in (env or {}).items())
+    run = measure([sys.executable, "-c", _WRAPPER, settings, *command], cwd, keep_stdout=True)
+    tail = run.stderr.rsplit("SCALING ", 1)
+    if len(tail) != 2:
+        raise SystemExit(f"offlint failed ({run.returncode}) on {path}: {run.stderr[-2000:]}")
+    cpu, maxrss = tail[1].split()
     if run.returncode not in (0, 1, 2):
         raise SystemExit(f"offlint failed ({run.returncode}) on {path}: {run.stderr[-2000:]}")
     findings = sum(1 for line in run.stdout.splitlines() if ": OFL" in line)
-    return run.wall, cpu, run.peak_rss, findings
+    errors = [line for line in (run.stdout + run.stderr).splitlines() if "too-large" in line or "error" in line.lower()]
+    nbytes = path.stat().st_size if path.is_file() else sum(f.stat().st_size for f in path.rglob("*.py"))
+    return Point(0.0, nbytes, run.wall, float(cpu), max(run.peak_rss, int(maxrss)), findings, errors, run.returncode)
 
 
-def _fix(path: Path, cwd: Path) -> float:
-    run = measure([*OFFLINT, "fix", "--select", "ALL", str(path)], cwd, keep_stdout=False)
-    return run.wall
+def table_module(megabytes: float) -> str:
+    """Stream code (the record_stream fixture) and a literal table, about `megabytes` in all."""
+    code = (REPO / "fixtures" / "group_offload_record_stream.py").read_text()
+    rows = []
+    total = len(code)
+    i = 0
+    while total < megabytes * 1_000_000:
+        row = f"    ({i}, 'layer_{i}', {i * 3.5}, [{i}, {i + 1}, {i + 2}], {{'k': {i}}}),\n"
+        rows.append(row)
+        total += len(row)
+        i += 1
+    return code + "\nTABLE = [\n" + "".join(rows) + "]\n"
 
 
-Row = tuple[float, int, float, float, int, int, "float | None"]  # size, bytes, wall, cpu, peak, findings, fix
-
-
-def _table(title: str, unit: str, rows: list[Row]) -> list[str]:
-    header = (
-        f"  {unit:>8} {'bytes':>11} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'findings':>8}"
-        f" {'size x':>7} {'wall x':>7} {'cpu x':>7} {'cpu/size':>9}"
+def tree_slice(megabytes: float) -> list[tuple[str, bytes]]:
+    """The first `megabytes` of a real tree's sources (sorted paths), else of offlint's fixtures."""
+    # files that reach the analysis (they mention streams), so the copies measure it, not the prefilter
+    marks = (b"wait_stream(", b"record_stream(", b".stream(", b"Stream(")
+    sources = (
+        sorted(p for p in SGLANG.rglob("*.py") if any(mark in p.read_bytes() for mark in marks))
+        if SGLANG.is_dir()
+        else sorted(REAL_CODE)
     )
-    out = [title, header]
-    first_size, first_wall, first_cpu = rows[0][0], rows[0][2], rows[0][3]
-    for size, nbytes, wall, cpu, peak, findings, fix_wall in rows:
-        size_ratio = size / first_size
-        cpu_ratio = cpu / first_cpu if first_cpu else float("nan")
-        extra = f"   fix {fix_wall:.2f} s" if fix_wall is not None else ""
-        out.append(
-            f"  {size:>8.4g} {nbytes:>11} {wall:>8.2f} {cpu:>8.2f} {peak / 1e6:>8.0f} {findings:>8}"
-            f" {size_ratio:>7.2f} {wall / first_wall:>7.2f} {cpu_ratio:>7.2f} {cpu_ratio / size_ratio:>9.2f}{extra}"
-        )
-    return out
+    found: list[tuple[str, bytes]] = []
+    total = 0
+    for path in sources:
+        if total >= megabytes * 1_000_000:
+            break
+        data = path.read_bytes()
+        found.append((str(path.relative_to(SGLANG)) if SGLANG.is_dir() else path.name, data))
+        total += len(data)
+    return found
+
+
+def _row(unit: float, p: Point, base: Point, previous: tuple[float, Point] | None, first_step: float | None) -> str:
+    """One point; `step`: the cpu this point added per unit over the previous point, relative to
+    the first such step (1.00 = linear: fixed costs such as start-up cancel out)."""
+    above = (p.peak - base.peak) / 1e6
+    step = _step(unit, p, previous)
+    first_step = first_step or step
+    ratio = step / first_step if step is not None and first_step else float("nan")
+    return (
+        f"  {unit:>8.4g} {p.nbytes:>11} {p.wall:>8.2f} {p.cpu:>8.2f} {p.peak / 1e6:>8.0f} {above:>8.0f}"
+        f" {above * 1e6 / p.nbytes:>8.1f} {p.findings:>8} {ratio:>9.2f}"
+    )
+
+
+def _step(unit: float, p: Point, previous: tuple[float, Point] | None) -> float | None:
+    if previous is None or unit == previous[0]:
+        return None
+    return (p.cpu - previous[1].cpu) / (unit - previous[0])
+
+
+HEADER = (
+    f"  {'size':>8} {'bytes':>11} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'+base MB':>8}"
+    f" {'mem/size':>8} {'findings':>8} {'step cpu':>9}"
+)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--methods", default="100,200,400,800")
-    parser.add_argument("--sizes-mb", default="1,2,4,8")
-    parser.add_argument("--file-sizes-kb", default="64,128,256,512")
-    parser.add_argument("--fix", action="store_true", help="also time `offlint fix` on the methods series")
+    parser.add_argument("--methods", default="200,400,800,1600,3200")
+    parser.add_argument("--table-mb", default="0.1,0.5,1,2,20")
+    parser.add_argument("--copies", default="1,2,4,8")
+    parser.add_argument("--copy-mb", type=float, default=2.0)
+    parser.add_argument("--tree-mb", type=float, default=50.0)
     parser.add_argument("--out", type=Path, help="also write the report here")
     args = parser.parse_args()
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     report = [
         f"benchmarks.scaling {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit} (+ working tree),"
-        f" Python {platform.python_version()}, {platform.machine()}, {len(real_sources())} real sources",
-        "  `offlint check --select ALL --min-confidence low --no-cache -j1`; cpu/size: 1.0 = linear,"
-        " 2.0 = the issue's bar; load average at start "
-        + " ".join(f"{v:.1f}" for v in os.getloadavg()),
+        f" Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs (shared)",
+        "  each point: `offlint check --select ALL --min-confidence low --no-cache -j1` in a fresh process;"
+        " +base: above a run on a small stream module; mem/size: (+base bytes) / file bytes;"
+        " step cpu: the cpu a point adds per unit over the previous point, relative to the first step"
+        " (1.00 = linear)",
+        "  load average at start " + " ".join(f"{v:.1f}" for v in os.getloadavg()),
     ]
+    verdicts: list[bool] = []
+
+    def verdict(ok: bool, text: str) -> None:
+        verdicts.append(ok)
+        report.append(f"  {'PASS' if ok else 'FAIL'}: {text}")
+
     with tempfile.TemporaryDirectory(prefix="offlint-scaling-") as scratch:
         root = Path(scratch)
-        rows: list[Row] = []
-        for n in [int(v) for v in args.methods.split(",") if v]:
-            path = root / f"many_{n}.py"
-            path.write_text(many_methods(n))
-            wall, cpu, peak, findings = _check(path, root)
-            rows.append((n, path.stat().st_size, wall, cpu, peak, findings, _fix(path, root) if args.fix else None))
-            print(f"methods {n}: {wall:.2f} s", file=sys.stderr, flush=True)
-        if rows:
-            report += _table("one class, N stream methods", "methods", rows)
-        rows = []
-        for megabytes in [float(v) for v in args.sizes_mb.split(",") if v]:
-            tree = root / f"tree_{megabytes:g}"
-            size = real_tree(tree, megabytes)
-            wall, cpu, peak, findings = _check(tree, root)
-            rows.append((size / 1e6, size, wall, cpu, peak, findings, None))
-            print(f"tree {megabytes:g} MB: {wall:.2f} s", file=sys.stderr, flush=True)
-        if rows:
-            report += _table("a tree of real offloader code", "MB", rows)
-        rows = []
-        for kilobytes in [float(v) for v in args.file_sizes_kb.split(",") if v]:
-            path = root / f"one_{kilobytes:g}.py"
-            size = real_file(path, kilobytes)
-            wall, cpu, peak, findings = _check(path, root)
-            rows.append((size / 1000, size, wall, cpu, peak, findings, None))
-            print(f"file {kilobytes:g} kB: {wall:.2f} s", file=sys.stderr, flush=True)
-        if rows:
-            report += _table("one file of real offloader code", "kB", rows)
+        small = root / "small.py"
+        small.write_text(table_module(0))
+        base = _check(small, root)
+        report.append(f"base: {base.nbytes} bytes, {base.wall:.2f} s wall, {base.cpu:.2f} s cpu, peak {base.peak / 1e6:.0f} MB")
+
+        sizes = [float(v) for v in args.table_mb.split(",") if v]
+        if sizes:
+            report += ["stream code and a literal table (MB)", HEADER]
+            ok = True
+            for megabytes in sizes:
+                path = root / f"table_{megabytes:g}.py"
+                path.write_text(table_module(megabytes))
+                p = _check(path, root)
+                report.append(_row(p.nbytes / 1e6, p, base, None, None))
+                if p.errors:
+                    report.append(f"      {p.errors[0][:160]}")
+                too_large = p.code == 2 and any("too-large" in e for e in p.errors)
+                ok = ok and (p.peak - base.peak) <= 20 * p.nbytes and (p.code != 2 or too_large)
+                print(f"table {megabytes:g} MB: {p.wall:.2f} s", file=sys.stderr, flush=True)
+            verdict(ok, "peak above base <= 20x the file size at every point; over the budget: one too-large line")
+
+        counts = [int(v) for v in args.methods.split(",") if v]
+        if counts:
+            report += ["one class, N stream methods (fix budget raised: the fix confirmation runs)", HEADER]
+            previous: tuple[float, Point] | None = None
+            first_step: float | None = None
+            worst = 0.0
+            for n in counts:
+                path = root / f"many_{n}.py"
+                path.write_text(many_methods(n))
+                p = _check(path, root, {"OFFLINT_MAX_FIX_CHARS": "100000000"})
+                report.append(_row(n, p, base, previous, first_step))
+                step = _step(n, p, previous)
+                if step is not None:
+                    first_step = first_step or step
+                    worst = max(worst, step / first_step)
+                previous = (n, p)
+                print(f"methods {n}: {p.wall:.2f} s", file=sys.stderr, flush=True)
+            verdict(worst <= 1.2, f"the cpu each added method costs stays within 1.2x of the first step's (worst {worst:.2f}x)")
+
+        copies = [int(v) for v in args.copies.split(",") if v]
+        if copies:
+            files = tree_slice(args.copy_mb)
+            origin = "sglang-0.5.23" if SGLANG.is_dir() else "offlint fixtures"
+            report += [f"tree copies: {len(files)} files of {origin} ({args.copy_mb:g} MB) copied k times", HEADER]
+            first: Point | None = None
+            previous = None
+            first_step = None
+            worst = 0.0
+            for k in copies:
+                tree = root / f"copies_{k}"
+                for copy in range(k):
+                    for name, data in files:
+                        target = tree / f"c{copy}" / name
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(data)
+                p = _check(tree, root)
+                report.append(_row(k, p, base, previous, first_step))
+                step = _step(k, p, previous)
+                if step is not None:
+                    first_step = first_step or step
+                if first is not None:
+                    worst = max(worst, (p.cpu / k) / (first.cpu / copies[0]))
+                first = first or p
+                previous = (k, p)
+                shutil.rmtree(tree)
+                print(f"copies {k}: {p.wall:.2f} s", file=sys.stderr, flush=True)
+            verdict(worst <= 1.2, f"cpu per copy within 1.2x of the 1x point's, as the issue measures it (worst {worst:.2f}x)")
+
+        if args.tree_mb:
+            tree = root / "tree"
+            real_tree(tree, args.tree_mb)
+            report += [f"a {args.tree_mb:g} MB tree of real offloader code", HEADER]
+            p = _check(tree, root)
+            report.append(_row(p.nbytes / 1e6, p, base, None, None))
+            print(f"tree {args.tree_mb:g} MB: {p.wall:.2f} s", file=sys.stderr, flush=True)
+            verdict(p.peak <= 1_000_000_000, f"peak {p.peak / 1e6:.0f} MB <= 1 GB on a {p.nbytes / 1e6:.0f} MB tree")
+
+    report.append(
+        f"{sum(verdicts)} of {len(verdicts)} bounds hold; load average at end "
+        + " ".join(f"{v:.1f}" for v in os.getloadavg())
+    )
     text = "\n".join(report) + "\n"
     print(text, end="")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
-    return 0
+    return 0 if all(verdicts) else 1
 
 
 if __name__ == "__main__":

@@ -109,3 +109,41 @@ def test_fix_apply_keeps_extended_attributes(tmp_path: Path, monkeypatch: pytest
     assert result.exit_code == 0, result.output
     assert target.read_bytes() != FIXTURE.read_bytes()
     assert os.getxattr(target, "user.note") == b"keep"
+
+
+def test_check_does_not_offer_a_fix_without_a_fixed_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m.py").write_text(NON_CONVERGING)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--min-confidence", "low", "m.py"])
+    assert result.exit_code == 1 and "OFL103" in result.output, result.output
+    assert "[*]" not in result.output and "fixable" not in result.output
+    # a converging fix in the same shape is still offered
+    (tmp_path / "f.py").write_bytes(FIXTURE.read_bytes())
+    result = CliRunner().invoke(main, ["check", "--no-cache", "f.py"])
+    assert "[*]" in result.output, result.output
+
+
+def test_a_lone_cr_next_to_an_inserted_block_stays_a_lone_cr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = (ROOT / "fixtures" / "golden" / "module_offloader_no_owner" / "in.py").read_bytes().splitlines(keepends=True)
+    for index in range(87, 93):  # lines 88-93 end in a lone CR (the issue's reproducer)
+        lines[index] = lines[index].rstrip(b"\n") + b"\r"
+    (tmp_path / "m.py").write_bytes(b"".join(lines))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["fix", "--apply", "m.py"])
+    assert result.exit_code in (0, 1), result.output
+    after = (tmp_path / "m.py").read_bytes()
+    assert after != b"".join(lines)  # the fix did insert its join method there
+    at = after.index(b"return self._device_tensors")
+    assert after[at:].startswith(b"return self._device_tensors\r\r    def ")  # not `\r\n`: no line merged
+    for kept in lines[88:93]:  # the lines the fix did not edit keep their bytes
+        assert kept in after
+
+
+def test_a_fix_reaches_a_fixed_point_when_its_output_shows_new_findings() -> None:
+    # fuzz input 36979 (issue 27's run): the event hand-off rewrite leaves a `record_stream` on
+    # the allocating stream (OFL204) the original did not show; its fixer joins the next round
+    # instead of the next run fixing the file again
+    from benchmarks.fuzz import corpus, failures_for, make_input
+
+    _, data = make_input(36979, corpus())
+    assert failures_for(data) == []

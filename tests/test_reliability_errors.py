@@ -4,6 +4,7 @@ empty selection refused."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,30 @@ def test_an_empty_selection_is_an_error(tmp_path: Path, monkeypatch: pytest.Monk
     code, out = _run(tmp_path, monkeypatch, command, "--select", "", "m.py")
     assert code == 2
     assert "--select: an empty selection runs no rule" in out
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_syntax_error_from_the_depth_screen_has_cpython_s_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    # a line over 1 000 characters sends the file through the screen, which refuses it itself
+    text = FIXTURE.read_text() + "\nX = [" + ", ".join(["1"] * 400) + "]\ny = (1 +* 2)\n"
+    (tmp_path / "m.py").write_text(text)
+    with pytest.raises(SyntaxError) as cpython:
+        compile(text, "m.py", "exec")
+    code, out = _run(tmp_path, monkeypatch, command, "--no-cache" if command == "check" else "--diff", "m.py")
+    assert code == 2
+    assert f"m.py:{cpython.value.lineno}: syntax-error: {cpython.value.msg} (column {cpython.value.offset})" in out, out
+
+
+def test_the_depth_screen_measures_depth_not_line_length(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 5 000 terms over short lines: no long line, few operators per line, 5 000 deep
+    text = FIXTURE.read_text() + "\nX = (1\n" + " + 1\n" * 4_990 + ")\n"
+    (tmp_path / "m.py").write_text(text)
+    for command in ("check", "fix"):
+        started = time.perf_counter()
+        code, out = _run(tmp_path, monkeypatch, command, "m.py")
+        assert code == 2, out
+        assert "too-deeply-nested: an expression nested 1001 deep is too deep to parse" in out
+        assert time.perf_counter() - started < 8  # was 12 s of libcst before the refusal
+    assert (tmp_path / "m.py").read_text() == text

@@ -114,3 +114,28 @@ def test_jobs_is_capped_at_the_usable_cpus() -> None:
     assert worker_count(None, 1000) == cpus
     assert worker_count(1, 1000) == 1
     assert worker_count(cpus * 8, 1) == 1
+
+
+def test_sigint_ends_fix_at_once_with_130(tmp_path: Path) -> None:
+    """`fix` has no workers, but a Ctrl-C during its analysis used to be swallowed by the file
+    loop (the run went on and exited as if uninterrupted); it ends the run at once as `check`."""
+    from benchmarks.scaling import many_methods
+
+    (tmp_path / "m.py").write_text(many_methods(800))  # about 10 s of fix planning
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OFFLINT_MAX_FIX_CHARS": "10000000"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "offlint", "fix", "--min-confidence", "low", "m.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    time.sleep(2.5)  # into the analysis
+    assert process.poll() is None
+    process.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert time.monotonic() - started < 1.5
+    assert b"interrupted by SIGINT" in stderr and b"Traceback" not in stderr

@@ -25,8 +25,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
-from offlint.analysis.guard import parse_with_cpython, refusal
-from offlint.analysis.prefilter import plan_for
+from offlint.analysis.guard import (
+    analysis_budget,
+    analysis_refusal,
+    depth_problem,
+    libcst_budget,
+    libcst_refusal,
+    parse_with_cpython,
+    refusal,
+)
+from offlint.analysis.prefilter import blank_literal_tables, plan_for
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
@@ -94,6 +102,8 @@ class FileSettings:
                 ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}:{s.handed}" for s in self.seeds),
                 "segmented" if self.segmented_capture else "",
                 "" if self.compile_safe is None else f"compile-safe={self.compile_safe}",
+                # a result under other budgets (too-large, or no fix) is not this run's
+                f"budgets={analysis_budget()},{libcst_budget()}",
             ]
         )
 
@@ -177,7 +187,8 @@ def parse_error(path: str, exc: Exception) -> FileError:
 
 
 def refusal_error(path: str, refused: Refusal) -> FileError:
-    kind = ErrorKind.SYNTAX if refused.kind == "syntax" else ErrorKind.TOO_DEEP
+    kinds = {"syntax": ErrorKind.SYNTAX, "too-large": ErrorKind.TOO_LARGE}
+    kind = kinds.get(refused.kind, ErrorKind.TOO_DEEP)
     return FileError(path, kind, refused.message, line=refused.line)
 
 
@@ -232,6 +243,10 @@ def analyse_text(
     rules = selected_rules(settings.select)
     if not rules:
         return report
+    too_large = analysis_refusal(text)  # parsing and modelling cost memory in proportion
+    if too_large is not None:
+        report.errors.append(refusal_error(path, too_large))
+        return report
     job = _Job(text, path, settings, rules, report, fixes)
     with _gc_paused():
         return _analyse(job)
@@ -277,7 +292,13 @@ def _analyse(job: _Job) -> FileReport:
     text, path, report = job.text, job.path, job.report
     if job.settings.front_end == "skeleton":
         started = time.perf_counter()
-        tree, problem = parse_with_cpython(text)
+        light = blank_literal_tables(text)  # same lines and columns, without the literal tables
+        tree, problem = parse_with_cpython(light)
+        if tree is None and problem is None and light is not text:
+            tree, problem = parse_with_cpython(text)
+        del light
+        if tree is not None and problem is None:
+            problem = depth_problem(text, tree)
         report.timings["parse"] = time.perf_counter() - started
         if problem is not None:
             report.errors.append(FileError(path, ErrorKind.TOO_DEEP, problem))
@@ -374,7 +395,8 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
     settings = job.settings
     if not _fixable_at_floor(report.diagnostics, settings.min_confidence):
         _leave_unconfirmed_below_floor(report, settings.min_confidence)
-    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics):
+    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics) or libcst_refusal(job.text):
+        # over the libcst budget the findings stand; `fix` reports the file as too large
         report.diagnostics = [d.without_fix() for d in report.diagnostics]
     else:
         refused = refusal(job.text)

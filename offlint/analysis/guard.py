@@ -20,6 +20,7 @@ MAX_DEPTH) are refused too.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -36,6 +37,51 @@ SCREEN_TRAILERS = 1_500  # or this many `.`, `[` and `(`: a chain libcst parses 
 MAX_CHAIN = 1_000  # `a and b and ...` / `a < b < ...`: flat for CPython, recursive for libcst
 MAX_TRAILERS = 500  # `a.b[0](c)...`: libcst's time grows with the square of the chain
 MAX_DEPTH = 1_000  # expressions nested this deep (`1 + 1 + ...` nests to the left): beyond it, refused
+
+
+
+def _budget(variable: str, default: int) -> int:
+    """A size budget in characters: the environment's `variable` when it holds a whole number."""
+    value = os.environ.get(variable, "").strip().replace("_", "")
+    return int(value) if value.isdigit() else default
+
+
+# Cost budgets (issue 27): memory grows with the syntax tree, about 170 bytes of CPython tree and
+# 1 000 bytes of libcst tree per source character on a dense literal table (450 on plain code).
+# Above ANALYSIS_BUDGET a file that passes the prefilter is not analysed; above LIBCST_BUDGET it
+# is not parsed with libcst (`check` shows its findings without a fix, `fix` does not touch it).
+# Both are reported as one `too-large` line naming the budget.
+ANALYSIS_BUDGET_VARIABLE = "OFFLINT_MAX_ANALYSIS_CHARS"
+LIBCST_BUDGET_VARIABLE = "OFFLINT_MAX_FIX_CHARS"
+ANALYSIS_BUDGET = 3_000_000
+LIBCST_BUDGET = 400_000
+
+
+def analysis_budget() -> int:
+    return _budget(ANALYSIS_BUDGET_VARIABLE, ANALYSIS_BUDGET)
+
+
+def libcst_budget() -> int:
+    return _budget(LIBCST_BUDGET_VARIABLE, LIBCST_BUDGET)
+
+
+def over_budget(text: str, budget: int, variable: str, what: str) -> Refusal | None:
+    """A `too-large` refusal when `text` is longer than `budget` characters."""
+    if len(text) <= budget:
+        return None
+    return Refusal(
+        "too-large",
+        f"{len(text)} characters, over the {what} budget of {budget} ({variable} raises it)",
+    )
+
+
+def analysis_refusal(text: str) -> Refusal | None:
+    return over_budget(text, analysis_budget(), ANALYSIS_BUDGET_VARIABLE, "analysis")
+
+
+def libcst_refusal(text: str) -> Refusal | None:
+    return over_budget(text, libcst_budget(), LIBCST_BUDGET_VARIABLE, "fix (libcst)")
+
 
 _BRACKETS = re.compile(r"[^()\[\]{}]+")
 _DEPTH = str.maketrans({"(": "1", "[": "1", "{": "1", ")": "2", "]": "2", "}": "2"})
@@ -105,7 +151,7 @@ def parse_with_cpython(text: str) -> tuple[ast.Module | None, str | None]:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a text is not handed to libcst: `syntax` (CPython's own error) or `deep`."""
+    """Why a text is not handed to libcst: `syntax` (CPython's own error), `deep` or `too-large`."""
 
     kind: str
     message: str
@@ -114,6 +160,9 @@ class Refusal:
 
 def refusal(text: str) -> Refusal | None:
     """Why `text` must not reach libcst's parser, or None when it is safe to parse."""
+    too_large = libcst_refusal(text)
+    if too_large is not None:
+        return too_large
     if not _needs_screening(text):
         return None
     try:
@@ -125,11 +174,37 @@ def refusal(text: str) -> Refusal | None:
         if any(m in message for m in DEPTH_MESSAGES):
             return Refusal("deep", f"code is nested too deeply to parse ({message})")
         # large or deep and broken: libcst's error recovery is what is slow or crashes here
-        return Refusal("syntax", message.splitlines()[0] if message else "invalid syntax", exc.lineno)
+        first = message.splitlines()[0] if message else "invalid syntax"
+        # CPython's place, as the main path reports it (`engine._cpython_syntax_error`)
+        return Refusal("syntax", f"{first} (column {exc.offset})" if exc.offset else first, exc.lineno)
     except (ValueError, OverflowError) as exc:
         return Refusal("syntax", str(exc).splitlines()[0] if str(exc) else "invalid source")
     problem = _chain_problem(cast(ast.Module, tree))
     return Refusal("deep", problem) if problem else None
+
+
+# every level of expression nesting takes one of these (an operator, a bracket, a trailer, a
+# keyword): a text with fewer cannot be nested MAX_TRAILERS deep, nor hold a chain that long
+_NESTING_CHARS = "+-*/%&|^~<>@([{.:,=!"
+_NESTING_WORDS = ("not", "lambda", "if", "await", "and", "or", "yield", "for", "in", "is")
+
+
+def _could_nest(text: str) -> bool:
+    bound = min(MAX_DEPTH, MAX_TRAILERS, MAX_CHAIN)
+    total = 0
+    for token in (*_NESTING_CHARS, *_NESTING_WORDS):
+        total += text.count(token)
+        if total >= bound:
+            return True
+    return False
+
+
+def depth_problem(text: str, tree: ast.Module) -> str | None:
+    """Too deep an expression or too long a chain in CPython's `tree` of `text` (see
+    `_chain_problem`): the nesting depth itself, measured wherever the text could reach it, so
+    that `check` and `fix` refuse the same files whatever their line lengths (a 5 000-deep sum
+    over short lines passed the character screen and cost libcst 11 s)."""
+    return _chain_problem(tree) if _could_nest(text) else None
 
 
 def _chain_problem(tree: ast.Module) -> str | None:

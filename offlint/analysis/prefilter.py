@@ -331,3 +331,55 @@ def plan_for(select: frozenset[str], capture_reachable: tuple[str, ...] = ()) ->
 
 def accepts(text: str, select: Iterable[str], capture_reachable: tuple[str, ...] = ()) -> bool:
     return plan_for(frozenset(select), tuple(capture_reachable)).accepts(text)
+
+
+# A row of a literal table: numbers, simple strings, True/False/None, brackets, `:` and `,` only,
+# ending in a comma. A letter can only follow a digit (`0x1f`, `1e5`, `2j`), so no name, keyword
+# or call fits; a line opening a triple-quoted string leaves a quote unmatched.
+_LITERAL_ROW = re.compile(
+    r"""[ \t]*(?:'[^'\\\r\n]*'|"[^"\\\r\n]*"|\b(?:True|False|None)\b|[0-9][0-9a-zA-Z_.]*|[-+()\[\]{}:,. \t])*,[ \t]*\r?"""
+)
+_QUOTED = re.compile(r"""'[^'\\\r\n]*'|"[^"\\\r\n]*\"""")
+LITERAL_RUN = 64  # consecutive rows: a table, not an argument list
+
+
+ROW_DEPTH = 20  # deeper rows are left to the parsers (and the depth guard)
+
+
+def _balanced(row: str) -> bool:
+    depth = 0
+    for char in _QUOTED.sub("", row):
+        if char in "([{":
+            depth += 1
+            if depth > ROW_DEPTH:
+                return False
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def blank_literal_tables(text: str) -> str:
+    """`text` with the rows of long literal tables (LITERAL_RUN or more consecutive lines that
+    are each whole, comma-ended literal elements) emptied, line ends kept: every other line keeps
+    its number and columns. A table holds no stream code, and CPython's tree of a 1 MB table
+    costs 170 MB; the analysis parses this text instead (the caller parses the original when it
+    does not compile: a run of bare `1,` statements that formed a block's whole body)."""
+    if text.count("\n") < LITERAL_RUN:
+        return text
+    lines = text.split("\n")
+    start = None
+    blanked = False
+    for index in range(len(lines) + 1):
+        row = index < len(lines) and _LITERAL_ROW.fullmatch(lines[index]) is not None and _balanced(lines[index])
+        if row:
+            if start is None:
+                start = index
+            continue
+        if start is not None and index - start >= LITERAL_RUN:
+            for blank in range(start, index):
+                lines[blank] = "\r" if lines[blank].endswith("\r") else ""
+            blanked = True
+        start = None
+    return "\n".join(lines) if blanked else text

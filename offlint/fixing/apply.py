@@ -13,6 +13,7 @@ file's failure, whatever the step, is one error on its result and never reaches 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -248,6 +249,28 @@ def changed_outside(before: bytes, after: bytes, spans: list[tuple[int, int]]) -
     return None
 
 
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def keep_lone_cr(after: str, before: str) -> str:
+    """`after` with every line that ends in a lone CR in `before` still ending so. libcst writes a
+    new line with the module's newline (`\n`): a blank line it inserts right after a kept line
+    ending in a lone `\r` reads as that line's `\r\n`, so the kept line changed its ending and
+    the inserted line was lost. Such a pair is written as the kept line and a blank line with the
+    line ending of the place (`\r`)."""
+    if "\r" not in before:
+        return after
+    old = set(_LINES.findall(before))
+    new = _LINES.findall(after)
+    out: list[str] = []
+    for line in new:
+        if line.endswith("\r\n") and line[:-1] in old and line not in old:
+            out += [line[:-1], "\r"]
+        else:
+            out.append(line)
+    return "".join(out)
+
+
 def _check_settings(settings: FixSettings) -> FileSettings:
     return FileSettings(
         select=settings.select,
@@ -307,7 +330,16 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     # the text last parsed, its tree and model: valid for every fixer until one changes the text
     # (on a large file a parse and a model cost seconds, and they used to be redone per fixer)
     parsed: tuple[bytes, cst.Module, ModuleModel | None] | None = None
-    for _round in range(MAX_ROUNDS):
+    for round_number in range(MAX_ROUNDS):
+        if round_number and current != data:
+            # the fixed text can show findings the original did not (a rewritten method now
+            # records on its allocating stream): their fixers join, or the next run would fix
+            # what this one left (a write that is not a fixed point)
+            now = check_source(current, path, _check_settings(settings))
+            shown_now = {d.code for d in now.diagnostics if d.confidence.at_least(settings.min_confidence)}
+            fixers = [
+                f for f in FIXERS if f in fixers or (f.selected(settings.select) and any(r in shown_now for r in f.rules))
+            ]
         progressed = False
         for fixer in fixers:
             if fixer.name in dropped:
@@ -354,7 +386,10 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
                 # where the changed statements are, not the whole module's positions (a full
                 # regeneration of a large file, seconds each time a fixer applies)
                 positions = locate(module, decode_source(current), [record.anchor for record in plan.records])
-                fixed = plan.apply(module).bytes
+                applied = plan.apply(module)
+                fixed = applied.bytes
+                if b"\r" in current:
+                    fixed = keep_lone_cr(applied.code, module.code).encode(applied.encoding)
             except Exception as exc:  # e.g. RecursionError past the deep stack's limit
                 result.errors.append(
                     FileError(path, ErrorKind.INTERNAL, f"dropped the {fixer.name} fix: {parse_error(path, exc).message}")

@@ -21,6 +21,7 @@ import click
 
 from offlint.diagnostics import FileError
 from offlint.notebooks import NOTEBOOK_NOT_FIXABLE, is_notebook
+from offlint.pipeline.processes import ends_with_the_run
 from offlint.reporting._sources import printable
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 
 
+@ends_with_the_run
 def run_fix(
     *,
     paths: tuple[Path, ...],

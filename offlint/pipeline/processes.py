@@ -15,13 +15,18 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _ENDING = (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
 PR_SET_PDEATHSIG = 1
@@ -65,6 +70,18 @@ def ending_with_the_run() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def ends_with_the_run(function: Callable[P, R]) -> Callable[P, R]:
+    """`function` run inside `ending_with_the_run()`: a command without workers (`fix`) also
+    exits 130 on Ctrl-C at once, not with a KeyboardInterrupt its file loop may swallow."""
+
+    @functools.wraps(function)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        with ending_with_the_run():
+            return function(*args, **kwargs)
+
+    return run
 
 
 def watch_parent() -> None:
