@@ -23,6 +23,7 @@ import ast
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, cast
@@ -204,10 +205,39 @@ def depth_problem(text: str, tree: ast.Module) -> str | None:
     `_chain_problem`): the nesting depth itself, measured wherever the text could reach it, so
     that `check` and `fix` refuse the same files whatever their line lengths (a 5 000-deep sum
     over short lines passed the character screen and cost libcst 11 s)."""
-    return _chain_problem(tree) if _could_nest(text) else None
+    if not _could_nest(text):
+        return None
+    # a chain or a depth past the bounds needs that many nesting tokens inside one statement's
+    # expressions: only those dense enough are walked (a whole-tree walk cost as much as the parse)
+    bound = min(MAX_DEPTH, MAX_TRAILERS, MAX_CHAIN)
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    for root in _expression_roots(tree):
+        first, last = root.lineno - 1, root.end_lineno or root.lineno
+        if offsets[min(last, len(lines))] - offsets[first] < bound:
+            continue  # fewer characters than the tokens it would need
+        if _could_nest("".join(lines[first:last])):
+            problem = _chain_problem(root)
+            if problem is not None:
+                return problem
+    return None
 
 
-def _chain_problem(tree: ast.Module) -> str | None:
+def _expression_roots(tree: ast.Module) -> Iterator[ast.expr]:
+    """The outermost expressions of every statement (statements recursed into, not walked)."""
+    statements: list[ast.AST] = [tree]
+    while statements:
+        node = statements.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                yield child
+            elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case | ast.arguments | ast.keyword | ast.withitem | ast.comprehension):
+                statements.append(child)
+
+
+def _chain_problem(tree: ast.AST) -> str | None:
     """Too long a chain or too deep an expression for libcst, measured on CPython's tree without
     recursing (the tree may be thousands of levels deep)."""
     stack: list[tuple[ast.AST, int]] = [(tree, 0)]

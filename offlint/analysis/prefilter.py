@@ -360,6 +360,16 @@ def _balanced(row: str) -> bool:
     return depth == 0
 
 
+def _comma_run(lines: list[str]) -> bool:
+    """LITERAL_RUN consecutive lines ending in a comma somewhere (a table's rows all do)."""
+    run = 0
+    for line in lines:
+        run = run + 1 if line.rstrip().endswith(",") else 0
+        if run >= LITERAL_RUN:
+            return True
+    return False
+
+
 def blank_literal_tables(text: str) -> str:
     """`text` with the rows of long literal tables (LITERAL_RUN or more consecutive lines that
     are each whole, comma-ended literal elements) emptied, line ends kept: every other line keeps
@@ -369,6 +379,8 @@ def blank_literal_tables(text: str) -> str:
     if text.count("\n") < LITERAL_RUN:
         return text
     lines = text.split("\n")
+    if not _comma_run(lines):
+        return text  # most files: the row-by-row match below costs as much as CPython's parse
     start = None
     blanked = False
     for index in range(len(lines) + 1):
