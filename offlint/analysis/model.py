@@ -347,11 +347,14 @@ class ModuleModel:
         func = call.func
         if (
             isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
             and fn is not None
             and func.attr.value in self._method_names()
         ):
-            cls = self._class_of_local(func.value.value, fn)
+            if isinstance(func.value, cst.Name):
+                cls = self._class_of_local(func.value.value, fn)
+            else:
+                held = self_attribute(func.value)  # `self.offloader.wait()`
+                cls = self.class_of_attribute(fn.cls, held) if held is not None and fn.cls is not None else None
             if cls is not None:
                 return self.method_of(cls, func.attr.value)
         return None
@@ -419,6 +422,22 @@ class ModuleModel:
         if self._all_method_names is None:
             self._all_method_names = frozenset(name for cls in self.classes for name in cls.methods)
         return self._all_method_names
+
+    def class_of_attribute(self, cls: ClassInfo, attr: str) -> ClassInfo | None:
+        """The same-module class of what `self.<attr>` holds: every store of it (along the
+        class's bases) is `Cls(...)`, or a parameter of the storing method annotated `Cls`."""
+        found: ClassInfo | None = None
+        for holder in self.ancestry(cls):
+            for fn, value in attribute_stores(holder, attr):
+                if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+                    continue
+                made = self._class_made_by(value)
+                if made is None and isinstance(value, cst.Name):
+                    made = self._class_of_local(value.value, fn)
+                if made is None or (found is not None and made is not found):
+                    return None
+                found = made
+        return found
 
     def _class_of_local(self, name: str, fn: FunctionInfo) -> ClassInfo | None:
         """The same-module class of a parameter annotated with it (`pending: _PendingPlan`) or of

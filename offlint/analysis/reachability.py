@@ -34,7 +34,7 @@ import libcst as cst
 from offlint.analysis.callgraph import Seed
 from offlint.analysis.context import Context
 from offlint.analysis.imports import dotted_name
-from offlint.analysis.kinds import Kind
+from offlint.analysis.kinds import Kind, self_attribute
 from offlint.analysis.syntax import call_argument, child_nodes, operands, parameter_names, walk
 from offlint.analysis.torch_api import (
     BACKWARD_HOOK_REGISTRARS,
@@ -570,6 +570,11 @@ def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | N
                 and any(isinstance(t, cst.Name) and t.value == func.value for t in assign.targets)
             ):
                 made = assign.value
+    held = self_attribute(func)
+    if made is None and held is not None and call.function.cls is not None:
+        # `self.model(x)` where `self.model` holds a same-module nn.Module (`model: DecodeStep`)
+        owner = model.class_of_attribute(call.function.cls, held)
+        return model.method_of(owner, "forward") if owner is not None and owner.is_nn_module else None
     if not isinstance(made, cst.Call) or not isinstance(made.func, cst.Name):
         return None
     for cls in model.classes:

@@ -45,8 +45,8 @@ def _assigned_in_block(
     for assign in fn.assignments:
         if assign.order >= order:
             continue
-        if isinstance(assign.value, cst.Name) and assign.value.value == "None":
-            continue  # `param.grad = None` drops a tensor, it makes none
+        if isinstance(assign.value, cst.Name | cst.Attribute | cst.Subscript):
+            continue  # `t = reduced.data`, `param.grad = None`: an alias (or nothing), no allocation
         if not any(same_code(target, receiver) or same_code(target, _data_base(receiver)) for target in assign.targets):
             continue
         if not lexical or any(s is scope for s in assign.stream_scopes):
