@@ -295,3 +295,35 @@ def argument_for(site: CallSite, fn: FunctionInfo, name: str) -> cst.BaseExpress
 
 def is_name(node: cst.BaseExpression, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
+
+
+def made_on_cache_miss(site: CallSite) -> bool:
+    """The call runs only when a cache lacks its key, and fills it: `x = cache.get(k)` ... `if x is
+    None: x = <make>; cache[k] = x`, or `if k not in cache: cache[k] = <make>`. It runs at the
+    first call per key - an engine's eager warm-up at each shape it then captures - so a capture
+    that follows takes the cached value."""
+    fn = site.function
+    for test, taken in site.guards:
+        if not taken or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        comparison = test.comparisons[0]
+        cache: cst.BaseExpression | None = None
+        if isinstance(comparison.operator, cst.Is) and is_none(comparison.comparator) and isinstance(test.left, cst.Name):
+            name = test.left.value
+            for assign in fn.assignments:
+                value = assign.value
+                if (
+                    assign.order < site.order
+                    and any(isinstance(t, cst.Name) and t.value == name for t in assign.targets)
+                    and isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value == "get"
+                ):
+                    cache = value.func.value
+        elif isinstance(comparison.operator, cst.NotIn):
+            cache = comparison.comparator
+        if cache is not None and any(
+            isinstance(t, cst.Subscript) and same_code(t.value, cache) for a in fn.assignments for t in a.targets
+        ):
+            return True
+    return False

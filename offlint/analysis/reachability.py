@@ -570,6 +570,11 @@ def _forward_of_instance(model: ModuleModel, call: CallSite) -> FunctionInfo | N
                 and any(isinstance(t, cst.Name) and t.value == func.value for t in assign.targets)
             ):
                 made = assign.value
+    if made is None and isinstance(func, cst.Name):
+        # `block(x)` where `block: Block` is a parameter (or a local made from `Block(...)`)
+        local = model._class_of_local(func.value, call.function)
+        if local is not None and local.is_nn_module:
+            return model.method_of(local, "forward")
     held = self_attribute(func)
     if made is None and held is not None and call.function.cls is not None:
         # `self.model(x)` where `self.model` holds a same-module nn.Module (`model: DecodeStep`)

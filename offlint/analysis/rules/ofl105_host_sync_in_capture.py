@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from offlint.analysis.facts import receiver_kind
+from offlint.analysis.facts import made_on_cache_miss, receiver_kind
 from offlint.analysis.kinds import Kind, is_true, keyword, self_attribute
 from offlint.analysis.model import ModuleModel
 from offlint.analysis.placement import names_host_device
@@ -14,6 +14,7 @@ from offlint.analysis.program import CallSite, FunctionInfo
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import parameter_names, walk
 from offlint.analysis.torch_api import DEVICE_SYNCS, STREAM_SYNC_METHODS
+from offlint.diagnostics import Confidence
 
 # tensor methods that copy to the host and block on the device
 _TENSOR_SYNCS = frozenset({"item", "tolist", "cpu"})
@@ -53,7 +54,8 @@ class HostSyncInCapture(Rule):
                 # runs only while the call is failing, and a capture around it is lost to the
                 # exception anyway; the sync changes which error is reported, not whether one is
                 continue
-            yield Finding(site.node, {"call": what})
+            # made on a cache miss: at the warm-up's first call per shape, not in the capture
+            yield Finding(site.node, {"call": what}, confidence=Confidence.LOW if made_on_cache_miss(site) else None)
 
     def _sync_of(self, model: ModuleModel, site: CallSite) -> str | None:
         node = site.node

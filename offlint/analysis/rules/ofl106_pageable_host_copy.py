@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from offlint.analysis.facts import made_on_cache_miss
 from offlint.analysis.imports import dotted_name
 from offlint.analysis.kinds import Kind, is_true, keyword, names_cpu_device, names_cuda_device
 from offlint.analysis.model import ModuleModel
@@ -14,6 +15,7 @@ from offlint.analysis.parameter_parking import pageable_park, parameter_storage
 from offlint.analysis.program import CallSite
 from offlint.analysis.rule import Finding, Rule, code_of
 from offlint.analysis.syntax import same_code
+from offlint.diagnostics import Confidence
 
 # `torch.tensor(data, device="cuda")`: the data is staged in pageable host memory first
 _CONSTRUCT_ON_DEVICE = frozenset({"torch.tensor", "torch.as_tensor"})
@@ -54,7 +56,9 @@ class PageableHostCopy(Rule):
             found = self._copy_of(model, site, non_blocking)
             if found is not None:
                 host, copy = found
-                yield Finding(site.node, {"host": code_of(host, model), "copy": copy})
+                # made on a cache miss: at the warm-up's first call per shape, not in the capture
+                memo = Confidence.LOW if made_on_cache_miss(site) else None
+                yield Finding(site.node, {"host": code_of(host, model), "copy": copy}, confidence=memo)
 
     def _copy_of(
         self, model: ModuleModel, site: CallSite, non_blocking: bool
