@@ -217,6 +217,20 @@ def handed_in_by_caller(expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
     return False
 
 
+def _calls_handing(
+    model: ModuleModel, fn: FunctionInfo, parameter: str
+) -> list[tuple[CallSite, cst.BaseExpression | None, bool]]:
+    """Each same-module call of `fn`: the call site that stands for it, what it passes for
+    `parameter` (None: nothing, a default), and whether the call sits in a lambda (then the site
+    is the call that registers the lambda, which does not run it: the lambda runs as its hook)."""
+    calls = [(site.node, site, False) for site in model.callers_of(fn)]
+    calls += [(node, holder, True) for node, holder in _lambda_calls(model).get(id(fn), ())]
+    return [
+        (site, call_argument(node, fn.node.params, parameter, fn.is_method and isinstance(node.func, cst.Attribute)), in_lambda)
+        for node, site, in_lambda in calls
+    ]
+
+
 def _handed_arguments(
     model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo
 ) -> list[tuple[cst.BaseExpression, FunctionInfo]]:
@@ -225,14 +239,10 @@ def _handed_arguments(
     call passes none."""
     if not isinstance(expr, cst.Name) or not is_parameter(fn, expr.value):
         return []
-    found: list[tuple[cst.BaseExpression, FunctionInfo]] = []
-    for node, caller in [(site.node, site.function) for site in model.callers_of(fn)] + _lambda_calls_of(model, fn):
-        bound = fn.is_method and isinstance(node.func, cst.Attribute)
-        passed = call_argument(node, fn.node.params, expr.value, bound)
-        if passed is None:
-            return []
-        found.append((passed, caller))
-    return found
+    calls = _calls_handing(model, fn, expr.value)
+    if any(passed is None for _, passed, _ in calls):
+        return []
+    return [(passed, site.function) for site, passed, _ in calls if passed is not None]
 
 
 def handing_calls(
@@ -240,26 +250,17 @@ def handing_calls(
 ) -> list[tuple[CallSite, cst.BaseExpression, bool]]:
     """The same-module calls of `fn` with what each hands for the parameter `expr` is rooted at
     (`self.event` for `ev` in `wait_for(self.event)`), as the caller names it (`ev.done` handed
-    `slot` is `slot_arg.done`). A call from inside a lambda (`lambda m, a: _wait(_SLOTS[n])`) is
-    stood for by the call that registers the lambda (the third item: True), which does not run
-    it: the lambda runs as the hook it is registered as."""
+    `slot` is `slot_arg.done`), and whether the call sits in a lambda (`_calls_handing`)."""
     root = unsubscripted(expr)
     while isinstance(root, cst.Attribute):
         root = unsubscripted(root.value)
     if not isinstance(root, cst.Name) or not is_parameter(fn, root.value):
         return []
-    sites = [(site.node, site, False) for site in model.callers_of(fn)]
-    for node, caller in _lambda_calls_of(model, fn):
-        holder = next((s for s in caller.calls if any(n is node for n in walk(s.node))), None)
-        if holder is not None:
-            sites.append((node, holder, True))
-    found: list[tuple[CallSite, cst.BaseExpression, bool]] = []
-    for node, site, in_lambda in sites:
-        bound = fn.is_method and isinstance(node.func, cst.Attribute)
-        passed = call_argument(node, fn.node.params, root.value, bound)
-        if passed is not None:
-            found.append((site, _rebased(expr, root, passed), in_lambda))
-    return found
+    return [
+        (site, _rebased(expr, root, passed), in_lambda)
+        for site, passed, in_lambda in _calls_handing(model, fn, root.value)
+        if passed is not None
+    ]
 
 
 def _rebased(expr: cst.BaseExpression, root: cst.Name, passed: cst.BaseExpression) -> cst.BaseExpression:
@@ -315,17 +316,28 @@ def _binds(target: cst.BaseExpression, name: str) -> bool:
     return False
 
 
-def _lambda_calls_of(model: ModuleModel, fn: FunctionInfo) -> list[tuple[cst.Call, FunctionInfo]]:
-    """Calls of `fn` inside lambdas (`register_forward_pre_hook(lambda m, a: _await(_SLOTS[n]))`),
-    which the walk of their enclosing function does not record: they run later, as the lambda."""
-    found: list[tuple[cst.Call, FunctionInfo]] = []
-    for caller in model.functions:
-        for node in walk(caller.node.body):
-            if isinstance(node, cst.Lambda):
-                for inner in walk(node.body):
-                    if isinstance(inner, cst.Call) and model._called_function(inner, caller) is fn:
-                        found.append((inner, caller))
-    return found
+def _lambda_calls(model: ModuleModel) -> dict[int, list[tuple[cst.Call, CallSite]]]:
+    """Calls of same-module functions inside lambdas (`register_forward_pre_hook(lambda m, a:
+    _await(_SLOTS[n]))`), which the walk of their enclosing function does not record (they run
+    later, as the lambda), by callee, each with the call site holding the lambda. Indexed once per
+    model: every handed-in event asks."""
+
+    def index() -> dict[int, list[tuple[cst.Call, CallSite]]]:
+        found: dict[int, list[tuple[cst.Call, CallSite]]] = {}
+        seen: set[int] = set()  # a lambda inside nested calls is held by the outermost one
+        for caller in model.functions:
+            for site in caller.calls:
+                for node in walk(site.node):
+                    if not isinstance(node, cst.Lambda) or id(node) in seen:
+                        continue
+                    seen.add(id(node))
+                    for inner in walk(node.body):
+                        target = model._called_function(inner, caller) if isinstance(inner, cst.Call) else None
+                        if target is not None:
+                            found.setdefault(id(target), []).append((cast(cst.Call, inner), site))
+        return found
+
+    return model.remembered(("calls in lambdas",), index)
 
 
 def recorded_into_local(model: ModuleModel, expr: cst.BaseExpression, fn: FunctionInfo) -> bool:
