@@ -33,7 +33,7 @@ from offlint.probing.checks import Thresholds, evaluate_scenario
 from offlint.probing.options import CAPTURE_MODES
 from offlint.probing.spec import ScenarioSpec
 from tests.test_fix_capture_modes_cpu import STRATEGY, fixed_file
-from tests.test_fix_gpu_entries_cpu import CASES, TIMED, FixtureCase, entry_kwargs
+from tests.test_fix_gpu_entries_cpu import CASES, TIMED, FixtureCase, Workers, entry_kwargs
 
 pytestmark = pytest.mark.gpu
 
@@ -92,32 +92,9 @@ MATRIX = [
 ]
 
 
-class Workers:
-    """Scenarios share one probe worker process; after a failed capture or an error the next
-    gets a fresh one (a capture error can leave the CUDA context unusable)."""
-
-    def __init__(self) -> None:
-        self.worker: Any = None
-
-    def run(self, spec: ScenarioSpec) -> dict[str, Any]:
-        from offlint.probing.runner import WorkerProcess, needs_fresh_process, run_in
-
-        if self.worker is None:
-            self.worker = WorkerProcess()
-        raw = run_in(self.worker, spec, SCENARIO_TIMEOUT_S)
-        if needs_fresh_process(raw):
-            self.close()
-        return raw
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
-
-
 @pytest.fixture(scope="module")
 def workers() -> Iterator[Workers]:
-    pool = Workers()
+    pool = Workers(SCENARIO_TIMEOUT_S)
     yield pool
     pool.close()
 

@@ -53,6 +53,7 @@ from tests.test_fix_gpu_entries_cpu import (
     TIMED,
     FixedOutput,
     FixtureCase,
+    Workers,
     case_id,
     check_codes,
     entry_kwargs,
@@ -115,32 +116,9 @@ EXACT_PHASES = ("eager", "eager_after_capture", "replay", "replay_after_update")
 # --- running scenarios ---------------------------------------------------------------------------
 
 
-class Workers:
-    """Scenarios share one probe worker process (one CUDA context, one profiler start-up), as
-    `offlint probe` shares it; after a failed capture or an error the next gets a fresh one."""
-
-    def __init__(self) -> None:
-        self.worker: Any = None
-
-    def run(self, spec: ScenarioSpec) -> dict[str, Any]:
-        from offlint.probing.runner import WorkerProcess, needs_fresh_process, run_in
-
-        if self.worker is None:
-            self.worker = WorkerProcess()
-        raw = run_in(self.worker, spec, SCENARIO_TIMEOUT_S)
-        if needs_fresh_process(raw):
-            self.close()
-        return raw
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
-
-
 @pytest.fixture(scope="module")
 def workers() -> Iterator[Workers]:
-    pool = Workers()
+    pool = Workers(SCENARIO_TIMEOUT_S)
     yield pool
     pool.close()
 

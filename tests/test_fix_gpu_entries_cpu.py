@@ -89,6 +89,31 @@ CASES = (
 CASE_STRATEGIES = [(case, strategy) for case in CASES for strategy in case.strategies]
 
 
+class Workers:
+    """Scenarios share one probe worker process (one CUDA context, one profiler start-up), as
+    `offlint probe` shares it; after a failed capture or an error the next gets a fresh one (a
+    capture error can leave the CUDA context unusable). The GPU tests' pool."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.worker: Any = None
+        self.timeout_s = timeout_s
+
+    def run(self, spec: Any) -> dict[str, Any]:
+        from offlint.probing.runner import WorkerProcess, needs_fresh_process, run_in
+
+        if self.worker is None:
+            self.worker = WorkerProcess()
+        raw = run_in(self.worker, spec, self.timeout_s)
+        if needs_fresh_process(raw):
+            self.close()
+        return raw
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
 def case_id(case: FixtureCase, strategy: str) -> str:
     return f"{case.name}-{strategy}"
 
