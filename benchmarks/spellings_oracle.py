@@ -197,20 +197,7 @@ def _saved_stream_case(
             mod = Prefetch(w)
     else:
         mod = Prefetch(w)
-    x = torch.randn(SIZE, SIZE, device="cuda")
-    mod(x)  # eager warm-up, as a graph runner does
-    torch.cuda.synchronize()
-    graph, out, info = _capture(lambda: mod(x))
-    if info is not None:
-        return _failed(info)
-
-    def mutate(round_: int) -> None:
-        x.copy_(torch.randn(SIZE, SIZE, device="cuda"))
-        mod.w.copy_(torch.randn(SIZE, SIZE))  # same pinned address, new values
-
-    side = lambda: (mod.buf, mod.w)  # noqa: E731
-    res = _replays(graph, out, mutate, lambda: x @ mod.w.cuda(), side)
-    return {"capture_ok": True, **res}
+    return _drive_prefetch(mod)
 
 
 # --------------------------------------------------------------------------- 2 h_set_stream
