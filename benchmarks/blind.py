@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from benchmarks.corpus import (
+    Allow,
     CorpusError,
+    CorpusFile,
     CorpusUnavailable,
+    Expect,
     Project,
     Reported,
     Score,
@@ -71,11 +75,56 @@ def check_trees(folder: Path, *, quiet: bool = True) -> dict[str, list[Reported]
     return found
 
 
+_MARKER = re.compile(r"#\s*(expect|alt|allow):\s*(OFL\d{3}(?:\s*,\s*OFL\d{3})*)")
+
+
+def load_marked_cases(folder: Path) -> Project | None:
+    """Cases annotated in place (shared/BLIND-ROUNDS.md, "Markers"): `# expect: A, B` at the end of
+    the line that must carry the finding, `# alt: A` on a line that may carry it instead,
+    `# allow: A` where a finding is defensible but not required; `clean_*.py` files and unmarked
+    files carry no expectation, so everything reported there is a false finding."""
+    cases = folder / CASES
+    if not cases.is_dir():
+        return None
+    files = []
+    for path in sorted(cases.rglob("*.py")):
+        relative = path.relative_to(folder).as_posix()
+        expects: dict[str, list[int]] = {}
+        alts: dict[str, list[int]] = {}
+        allows: list[Allow] = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for kind, codes in _MARKER.findall(line):
+                for code in (c.strip() for c in codes.split(",")):
+                    if kind == "expect":
+                        expects.setdefault(code, []).append(number)
+                    elif kind == "alt":
+                        alts.setdefault(code, []).append(number)
+                    else:
+                        allows.append(Allow(number, code))
+        found = [
+            Expect(line, code, "marked in the case", tuple(alts.get(code, ())))
+            for code, lines in sorted(expects.items())
+            for line in lines
+        ]
+        # an alt line for a code no expect names is a place the finding is allowed
+        allows += [Allow(line, code) for code, lines in alts.items() if code not in expects for line in lines]
+        role = "other"
+        files.append(CorpusFile(relative, sha256_of(path), role, "", tuple(found), (), tuple(allows)))
+    return Project(CASES, "cases==0", "sdist", "cases.tar.gz", "0" * 64, tuple(files), cases)
+
+
+def clean_files(project: Project, reported: Iterable[Reported]) -> tuple[int, int]:
+    """(clean files with no finding, clean files): `clean_*.py` and unmarked files."""
+    hit = {item.path for item in reported if item.project == project.name}
+    clean = [f for f in project.files if not f.expects and not f.allows]
+    return sum(1 for f in clean if f.path not in hit), len(clean)
+
+
 def load_cases(folder: Path) -> Project | None:
     """The hand-written cases of a blind set as one project, or None when it has none."""
     source = folder / "cases.toml"
     if not source.is_file():
-        return None
+        return load_marked_cases(folder)
     try:
         document = tomllib.loads(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -110,7 +159,12 @@ def evaluate(
         reported += found
         errors += failed
         projects.append(cases)
+        CLEAN_FILES[str(folder)] = clean_files(cases, found)
     return projects, score(projects, reported, errors)
+
+
+# (clean case files with no finding, clean case files) of the last evaluation of each set
+CLEAN_FILES: dict[str, tuple[int, int]] = {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,6 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.json is not None:
         arguments.json.write_text(json.dumps(score_document(result), indent=2) + "\n", encoding="utf-8")
     print(format_score(result))
+    clean = CLEAN_FILES.get(str(arguments.folder))
+    if clean is not None and clean[1]:
+        print(f"clean case files with no finding: {clean[0]}/{clean[1]} ({100 * clean[0] / clean[1]:.1f}%)")
     return 0
 
 

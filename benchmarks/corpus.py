@@ -54,8 +54,9 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CODE = re.compile(r"OFL[1-9][0-9]{2}")
 _REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)")
 _TOP_KEYS = {"project": True, "requirement": True, "dist": True, "archive": True, "archive_sha256": True, "file": False}
-_FILE_KEYS = {"path": True, "sha256": True, "role": True, "note": False, "expect": False, "clean": False}
-_EXPECT_KEYS = {"line": True, "code": True, "reason": True}
+_FILE_KEYS = {"path": True, "sha256": True, "role": True, "note": False, "expect": False, "clean": False, "allow": False}
+# `real`: "driver" (real under a serving engine's graph runner) or "definition" (blind rounds)
+_EXPECT_KEYS = {"line": True, "code": True, "reason": True, "real": False}
 _CLEAN_KEYS = {"line": True, "reason": True}
 
 
@@ -72,6 +73,15 @@ class Expect:
     line: int
     code: str
     reason: str
+    alts: tuple[int, ...] = ()  # other lines of the file that may carry the finding instead
+
+
+@dataclass(frozen=True)
+class Allow:
+    """A finding that is defensible but not required: reported, it counts neither way."""
+
+    line: int
+    code: str
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ class CorpusFile:
     note: str
     expects: tuple[Expect, ...]
     cleans: tuple[Clean, ...]
+    allows: tuple[Allow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,6 +231,11 @@ def _file(table: Mapping[str, Any], where: str) -> CorpusFile:
         if not _CODE.fullmatch(code):
             raise CorpusError(f"{at}: {code!r} is not a rule code (OFLnnn)")
         expects.append(Expect(_line(item, at), code, _one_line(item, "reason", at)))
+    allows: list[Allow] = []
+    for index, item in enumerate(_tables(table, "allow", where), 1):
+        at = f"{where} allow #{index}"
+        _check_keys(item, _EXPECT_KEYS, at)
+        allows.append(Allow(_line(item, at), _string(item, "code", at)))
     cleans: list[Clean] = []
     for index, item in enumerate(_tables(table, "clean", where), 1):
         at = f"{where} clean #{index}"
@@ -245,6 +261,7 @@ def _file(table: Mapping[str, Any], where: str) -> CorpusFile:
         note=note,
         expects=tuple(sorted(expects, key=lambda e: (e.line, e.code))),
         cleans=tuple(sorted(cleans, key=lambda c: c.line)),
+        allows=tuple(allows),
     )
 
 
@@ -491,11 +508,13 @@ def score(projects: Sequence[Project], reported: Iterable[Reported], errors: Seq
         tally = Tally()
         for corpus_file in project.files:
             tally.files += 1
+            for allow in corpus_file.allows:
+                expected.add((project.name, corpus_file.path, allow.line, allow.code))
             for expect in corpus_file.expects:
-                key = (project.name, corpus_file.path, expect.line, expect.code)
-                expected.add(key)
+                keys = [(project.name, corpus_file.path, line, expect.code) for line in (expect.line, *expect.alts)]
+                expected.update(keys)
                 tally.expects += 1
-                if key in by_key:
+                if any(key in by_key for key in keys):
                     tally.tp += 1
                 else:
                     tally.fn += 1

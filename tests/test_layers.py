@@ -33,6 +33,8 @@ def _reaches(name: str, target: str) -> bool:
 
 
 FORBIDDEN = {
+    # the semantic core computes facts from Python's rules: no libcst, no rules, no run
+    "semantics": ("offlint.analysis", "offlint.fixing", "offlint.pipeline", "offlint.cli", "offlint.probing", "offlint.reporting", "libcst", "torch"),
     # analysis turns files into findings: it never fixes, runs, prints or probes
     "analysis": ("offlint.fixing", "offlint.pipeline", "offlint.cli", "offlint.cli_fix", "offlint.probing", "torch"),
     # fixing knows the analysis model it rewrites from, never the run that drives it

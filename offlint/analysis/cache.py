@@ -64,7 +64,9 @@ FORMAT = 5
 MAX_AGE_DAYS = 30
 RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
 MAX_FILE_BYTES = 512 * 1024 * 1024  # a results file larger than this is not ours: ignored
-_RESULTS_NAME = re.compile(r"^results-[0-9a-f]{24}\.json$")
+# results, and the semantic core's answers (`core-`: the tree's reach and each file's slice facts;
+# `lowered-`: lowered files by content), one of each per engine key
+_RESULTS_NAME = re.compile(r"^(?:results|core|lowered)-[0-9a-f]{24}\.json$")
 _TEMP_NAME = re.compile(r"^\.results-[0-9a-z_]+\.tmp$")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -543,3 +545,42 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
             )
         )
     return report
+
+
+def read_blob(folder_path: Path, name: str, engine: str | None = None) -> dict[str, Any] | None:
+    """A JSON object offlint wrote under the cache folder (`core-*.json`, `lowered-*.json`) for
+    this engine key, through the same guards as the results: None when missing, not ours, or
+    written by another offlint."""
+    folder = _open_folder(folder_path)
+    if folder is None:
+        return None
+    try:
+        data = _read_own_file(folder, name)
+    finally:
+        _close_folder(folder)
+    if data is None:
+        return None
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(raw, dict) or raw.get("engine") != (engine or engine_key()):
+        return None
+    return raw
+
+
+def write_blob(folder_path: Path, name: str, value: dict[str, Any], engine: str | None = None) -> bool:
+    """Replace `name` in an existing cache folder of this user's (never through a link)."""
+    if not _RESULTS_NAME.match(name):
+        raise ValueError(f"not a cache file name of offlint's: {name}")
+    folder = _open_folder(folder_path, create=True)
+    if folder is None:
+        return False
+    try:
+        payload = json.dumps({**value, "engine": engine or engine_key()}, separators=(",", ":"))
+        _replace_file(folder, name, payload.encode("utf-8"))
+    except (OSError, ValueError, TypeError, RecursionError):
+        return False
+    finally:
+        _close_folder(folder)
+    return True

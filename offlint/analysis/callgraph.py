@@ -23,6 +23,9 @@ from dataclasses import dataclass
 
 from offlint.analysis.guard import compile_quietly
 from offlint.diagnostics import Confidence
+from offlint.semantics.names import ModuleNames
+
+__all__ = ["ModuleNames", "Seed", "cross_module_seeds"]
 
 _CALLED_FROM = "called from "
 # what a call hands its callee's parameters: ((parameter: its name, or "#<position>"), kind), …
@@ -93,34 +96,6 @@ class Seed:
     # the kinds (streams, events, host tensors) the reaching calls hand its parameters, where
     # every reaching call that passes a parameter agrees (`Handed`)
     handed: Handed = ()
-
-
-class ModuleNames:
-    """Dotted module names of files, by the `__init__.py` files above them (memoised per folder)."""
-
-    def __init__(self) -> None:
-        self._packages: dict[str, str | None] = {}
-
-    def of(self, real_path: str) -> str | None:
-        folder, name = os.path.split(real_path)
-        if not name.endswith(".py"):
-            return None
-        stem = name[:-3]
-        package = self._package(folder)
-        if stem == "__init__":
-            return package
-        return f"{package}.{stem}" if package else stem
-
-    def _package(self, folder: str) -> str | None:
-        if folder in self._packages:
-            return self._packages[folder]
-        found: str | None = None
-        if os.path.isfile(os.path.join(folder, "__init__.py")):
-            parent, name = os.path.split(folder)
-            above = self._package(parent) if parent != folder else None
-            found = f"{above}.{name}" if above else name
-        self._packages[folder] = found
-        return found
 
 
 def _absolute(target: str, module: str, is_package: bool) -> str:

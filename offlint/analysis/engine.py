@@ -81,6 +81,9 @@ class FileSettings:
     # functions other modules reach (callgraph.py): part of the key, a file is analysed anew when
     # what reaches it changes
     seeds: tuple[Seed, ...] = ()
+    # what the semantic core knows of receivers the per-file kinds cannot type: (function,
+    # receiver source, kind value); part of the key
+    hints: tuple[tuple[str, str, str], ...] = ()
     # another module of the tree captures in segments (callgraph.SEGMENTED_CAPTURE)
     segmented_capture: bool = False
     # findings below it are hidden from the report; not part of the key (cached results hold all)
@@ -100,6 +103,7 @@ class FileSettings:
                 ",".join(self.extra_tokens),
                 self.front_end,
                 ";".join(f"{s.qualname}={s.confidence.value}:{s.reason}:{s.handed}" for s in self.seeds),
+                ";".join("=".join(h) for h in self.hints),
                 "segmented" if self.segmented_capture else "",
                 "" if self.compile_safe is None else f"compile-safe={self.compile_safe}",
                 # a result under other budgets (too-large, or no fix) is not this run's
@@ -270,6 +274,7 @@ class _Job:
             capture_reachable=self.settings.capture_reachable,
             seeds=self.settings.seeds,
             segmented_capture=self.settings.segmented_capture,
+            hints=self.settings.hints,
         )
 
 

@@ -67,6 +67,7 @@ class ModuleModel:
         self.module = module
         self.source_of = source_of
         self.options = options or ModelOptions()
+        self._hints = {(fn, text): kind for fn, text, kind in self.options.hints if kind != "external event"}
         self.resolver = NameResolver.of(module, imports)
         self.oracle = KindOracle(self.resolver, self.resolver.imports_torch())
         self.classes: list[ClassInfo] = []
@@ -172,7 +173,21 @@ class ModuleModel:
         return found
 
     def kind_of(self, expr: cst.BaseExpression, fn: FunctionInfo | None) -> Typed:
-        return self.oracle.of(expr, self.lookup_for(fn))
+        found = self.oracle.of(expr, self.lookup_for(fn))
+        if not found.known and fn is not None and self._hints:
+            hinted = self._hinted(expr, fn)
+            if hinted is not None:
+                return hinted
+        return found
+
+    def _hinted(self, expr: cst.BaseExpression, fn: FunctionInfo) -> Typed | None:
+        """What the semantic core's objects say of a receiver this model cannot type."""
+        try:
+            text = self.code_for(expr)
+        except SkeletonGap:
+            return None
+        kind = self._hints.get((fn.qualname, text))
+        return Typed(Kind(kind)) if kind is not None else None
 
     def all_calls(self) -> Iterator[CallSite]:
         for fn in self.functions:

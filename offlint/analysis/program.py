@@ -155,6 +155,8 @@ class ModelOptions:
     capture_reachable: Sequence[str] = ()
     # functions other modules of the checked tree reach (callgraph.py)
     seeds: Sequence[Seed] = ()
+    # (function, receiver source, kind value): the semantic core's objects for receivers
+    hints: Sequence[tuple[str, str, str]] = ()
     # the checked tree captures in segments (a module of it does, `segmented_capture`): an event
     # fork joined in a later call may meet a segment's end first (callgraph.py)
     segmented_capture: bool = False

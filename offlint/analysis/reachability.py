@@ -95,11 +95,6 @@ class _Marker:
 
     def run(self, patterns: tuple[str, ...], seeds: tuple[Seed, ...]) -> None:
         model = self.model
-        by_qualname = {fn.qualname: fn for fn in model.functions}
-        for seed in seeds:
-            fn = by_qualname.get(seed.qualname)
-            if fn is not None:
-                self.mark(fn, seed.confidence, seed.reason)
         for holder in model.classes:
             holder.autograd_function = _is_autograd_function(model, holder)
         offloader_module = any(cls.offloader_style for cls in model.classes)
@@ -172,6 +167,13 @@ class _Marker:
             cls = fn.cls
             if cls is not None and cls.offloader_style and fn.parent is None and not _is_lifecycle_dunder(fn.name):
                 self.mark(fn, LOW, f"method of offloader-style class {cls.name}: {cls.offloader_evidence}")
+        # what other modules (or the whole tree's semantic core) reach: after this module's own
+        # entries, so a function that both reach keeps the nearer reason, and never a driver
+        by_qualname = {fn.qualname: fn for fn in model.functions}
+        for seed in seeds:
+            seeded = by_qualname.get(seed.qualname)
+            if seeded is not None:
+                self.mark(seeded, seed.confidence, seed.reason)
         self._propagate()
 
     def _propagate(self) -> None:

@@ -48,6 +48,7 @@ from offlint.diagnostics import (
 )
 from offlint.discovery import Discovered, discover
 from offlint.notebooks import NotebookError, is_notebook, notebook_error, read_notebook
+from offlint.pipeline.tree_reach import TreeFacts, merged, tree_seeds
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -104,6 +105,8 @@ class _SettingsMemo:
         self.overrides = overrides
         self.front_end = front_end
         self._memo: dict[tuple[int, tuple[str, ...]], tuple[Config, FileSettings]] = {}
+        # what the semantic core reaches in each file, and the receivers it types (tree_reach.py)
+        self.tree = TreeFacts()
 
     def __call__(self, found_file: Discovered) -> FileSettings:
         config = self.finder.for_real_file(found_file.real)
@@ -112,6 +115,10 @@ class _SettingsMemo:
         if found is None:
             found = (config, settings_for(config, self.overrides, found_file.path, self.front_end))
             self._memo[key] = found  # holding config keeps its id unique
+        seeds = self.tree.seeds.get(found_file.display)
+        hints = self.tree.hints.get(found_file.display, ())
+        if seeds or hints:
+            return dataclasses.replace(found[1], seeds=merged(found[1].seeds, seeds or ()), hints=hints)
         return found[1]
 
 
@@ -184,6 +191,15 @@ def _check_paths(options: CheckOptions) -> RunReport:
         with clock("cache"):
             results_cache = ResultCache(cache_folder(finder, options.paths, cwd, options.cache_dir))
     settings_of = _SettingsMemo(finder, options.overrides, options.front_end)
+    already_read: dict[str, tuple[bytes, os.stat_result]] = {}
+    if os.environ.get("OFFLINT_SEMANTIC_CORE", "1") != "0":
+        with clock("semantic core"):
+            folder = results_cache.folder if results_cache is not None else None
+            try:
+                settings_of.tree = tree_seeds(files, folder, already_read, read_file_and_stat)
+            except Exception as exc:  # any failure of the core leaves each file its own reach
+                # the per-file analysis still runs, with its own reach: the run goes on
+                report.timings[f"semantic core stopped: {type(exc).__name__}"] = 0.0
     serial = serial_only(options.jobs)
     pool: _Pool | None = None
     candidates: list[tuple[Job, str | None]] = []  # (job, cache key)
@@ -202,7 +218,7 @@ def _check_paths(options: CheckOptions) -> RunReport:
                 report.unread += 1
                 continue
         at = now()
-        read = read_file_and_stat(found)
+        read = already_read.pop(found.display, None) or read_file_and_stat(found)
         clock.add("read", now() - at)
         if isinstance(read, FileError):
             report.files.append(FileReport(path=found.display, errors=[read]))
@@ -346,7 +362,7 @@ class _Reanalysis:
             found = self.by_display[key]
             settings = dataclasses.replace(
                 self.settings_of(found),
-                seeds=tuple(sorted(self.seeded.get(key, {}).values(), key=lambda s: s.qualname)),
+                seeds=merged(tuple(self.seeded.get(key, {}).values()), self.settings_of(found).seeds),
                 segmented_capture=self.segmented,
             )
             floors[key] = settings

@@ -1,0 +1,3 @@
+from .offloader import LayerOffloader
+
+__all__ = ["LayerOffloader"]
