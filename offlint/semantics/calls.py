@@ -432,9 +432,9 @@ def _call_api(heap: Heap, site: Site, dst: Node, dotted: str) -> None:
     elif makes == "device-module":
         heap.add(dst, [("api", "torch.cuda")])
     elif name in api.TENSOR_FACTORIES:
-        made = _tensor(site, name)
-        if made is not None:
-            heap.add(dst, [made])
+        tensor = _tensor(site, name)
+        if tensor is not None:
+            heap.add(dst, [tensor])
     elif name in api.GLOBAL_PRE_HOOK_REGISTRARS and first is not None:
         heap.copy("<module-prehooks>", first)
         heap.on(first, heap.hooks.add)
