@@ -532,7 +532,7 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
             noun = "finding" if in_baseline == 1 else "findings"
             click.echo(f"{in_baseline} {noun} in the baseline ({request.baseline}) not shown.", err=True)
         if not report.files and not report.all_errors:
-            click.echo("offlint: warning: no Python files found under the given paths", err=True)
+            click.echo(f"offlint: warning: {_why_nothing_checked(report)}", err=True)
     if request.verbose:
         click.echo(_verbose_lines(request, report, time.perf_counter() - started), err=True, nl=False)
     if request.timings:
@@ -540,6 +540,18 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
 
         click.echo(_timings_table(report), err=True)
     return exit_code_for(report)
+
+
+def _why_nothing_checked(report: RunReport) -> str:
+    """Why a run checked no file: the named files `exclude` left out (--force-exclude), or none found."""
+    if not report.excluded:
+        return "no Python files found under the given paths"
+    named = ", ".join(report.excluded[:3]) + (f" and {len(report.excluded) - 3} more" if len(report.excluded) > 3 else "")
+    noun = "file" if len(report.excluded) == 1 else "files"
+    return (
+        f"every file named was excluded by the configuration's `exclude` with --force-exclude "
+        f"({len(report.excluded)} {noun}: {named}); without --force-exclude they are checked"
+    )
 
 
 def _finder(request: CheckRequest) -> ConfigFinder:
@@ -627,7 +639,7 @@ def _verbose_lines(request: CheckRequest, report: RunReport, seconds: float) -> 
             keys = sorted({*finder.overrides.settings, *(["extend-exclude"] if finder.overrides.extend_exclude else [])})
             lines.append(f"offlint: set on the command line: {', '.join(keys)}")
         for shown in skipped:
-            lines.append(f"offlint: skipped {shown}: excluded by configuration (--no-force-exclude checks it)")
+            lines.append(f"offlint: skipped {shown}: excluded by configuration (--force-exclude; without it, it is checked)")
     count = len(report.files)
     cached = sum(1 for f in report.files if f.cached)
     analysed = sum(1 for f in report.files if f.parsed and not f.cached)

@@ -25,7 +25,7 @@ def discovery_options(command: F) -> F:
     return click.option(
         "--force-exclude/--no-force-exclude",
         default=None,
-        help="Apply `exclude` to files named on the command line too (default: on; config force-exclude).",
+        help="Apply `exclude` to files named on the command line too (default: off, as in ruff; config force-exclude; the pre-commit hooks pass it).",
     )(command)
 
 

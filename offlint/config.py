@@ -66,8 +66,9 @@ class Config:
     exclude: tuple[str, ...] = ()
     # skip what git ignores (.gitignore files, .git/info/exclude) while walking folders
     respect_gitignore: bool = True
-    # `exclude` also applies to files named on the command line (what pre-commit passes)
-    force_exclude: bool = True
+    # `exclude` also applies to files named on the command line (off by default, as in ruff: a
+    # file named on purpose is checked; the pre-commit hooks pass `--force-exclude`)
+    force_exclude: bool = False
     capture_reachable: tuple[str, ...] = ()
     min_confidence: str | None = None  # "high" | "medium" | "low"
     probe: dict[str, Any] = field(default_factory=dict)
@@ -287,7 +288,7 @@ def parse_config(
         exclude=check.string_list("exclude", table.get("exclude", []))
         + check.string_list("extend-exclude", table.get("extend-exclude", [])),
         respect_gitignore=check.boolean(table, "respect-gitignore", True),
-        force_exclude=check.boolean(table, "force-exclude", True),
+        force_exclude=check.boolean(table, "force-exclude", False),
         capture_reachable=check.string_list("capture-reachable", table.get("capture-reachable", [])),
         min_confidence=floor,
         probe=probe,

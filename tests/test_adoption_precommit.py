@@ -80,7 +80,7 @@ def test_the_manifest_is_valid_for_pre_commit() -> None:
     assert [hook["id"] for hook in loaded] == ["offlint", "offlint-fix"]
     found = hooks()
     assert found["offlint"]["entry"] == "offlint check --force-exclude"
-    assert found["offlint-fix"]["entry"] == "offlint fix --apply"
+    assert found["offlint-fix"]["entry"] == "offlint fix --apply --force-exclude"
     for hook in found.values():
         assert (hook["language"], hook["require_serial"]) == ("python", True)
     # check reads notebooks too (cell by cell); fix leaves them alone, so its hook is not given them

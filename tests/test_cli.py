@@ -607,7 +607,7 @@ def test_syntax_error_next_to_a_good_file(project: Path) -> None:
     assert code == 2
     assert lines == CONCISE  # the good files are still reported
     first, *rest = err.splitlines()
-    assert re.fullmatch(r"pkg/broken\.py:16: syntax-error: .+", first)
+    assert re.fullmatch(r"pkg/broken\.py:16:\d+: syntax-error: .+", first)
     assert rest == [SUMMARY.strip(), "1 file could not be checked."]
     document = json.loads(invoke("check", "--output-format", "json").stdout)
     (error,) = document["errors"]
@@ -684,6 +684,7 @@ def test_unreadable_file_next_to_a_good_file(project: Path) -> None:
         "kind": "unreadable",
         "message": "Input/output error",
         "row": None,
+        "column": None,
         "cell": None,
     }
 

@@ -236,6 +236,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
             "kind": "missing-path",
             "message": "no such file or directory",
             "row": None,
+            "column": None,
             "cell": None,
         },
         {
@@ -243,6 +244,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
             "kind": "syntax-error",
             "message": "invalid syntax",
             "row": 4,
+            "column": None,
             "cell": None,
         },
     ]
@@ -522,7 +524,9 @@ def test_summary_counts_and_run_errors(report: RunReport, root: Path) -> None:
 
 
 def test_summary_clean_and_singular(root: Path) -> None:
-    assert render_summary(RunReport()) == "All checks passed!\n"
+    # a run that checked no file never says "All checks passed!"
+    assert render_summary(RunReport()) == "No files were checked.\n"
+    assert render_summary(RunReport(files=[FileReport("a.py")])) == "All checks passed!\n"
     one = FileReport("a.py", [diagnostic("a.py", 1, 1, 2, "OFL103", "sync", "")])
     assert render_summary(RunReport(files=[one])) == "Found 1 error.\n"
     unchecked = RunReport(errors=[FileError("a.py", ErrorKind.UNREADABLE, "denied")])

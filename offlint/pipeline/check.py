@@ -27,13 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offlint.analysis.cache import CACHE_DIR_NAME, ResultCache, content_digest, result_key
-from offlint.analysis.callgraph import marks_of_unanalysed
 from offlint.analysis.engine import (
     DecodeError,
     FileSettings,
     check_source,
     decode_source,
-    may_hold_hazard,
 )
 from offlint.catalogue import default_selection
 from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_selection
@@ -175,7 +173,7 @@ def _check_paths(options: CheckOptions) -> RunReport:
     report = RunReport()
     clock = _Clock(report.timings)
     started = time.perf_counter()
-    files, errors = discover(list(options.paths), finder, cwd)
+    files, errors = discover(list(options.paths), finder, cwd, report.excluded)
     report.errors.extend(errors)
     clock.add("discovery", time.perf_counter() - started)
 
@@ -422,27 +420,26 @@ def _cached_unread(results_cache: ResultCache, found: Discovered, settings: File
 
 
 def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:
-    """The report of a file settled without parsing (undecodable, or no possible finding)."""
+    """The report of a file settled without a worker: one that is not text, a notebook that is
+    not JSON. Every other file goes to a worker, where the prefilter settles those no rule can
+    fire in after CPython's compile has said they are Python (a syntax error is an error of the
+    run in every file, as in ruff)."""
     if is_notebook(display):
         try:
-            text = read_notebook(data).source
+            read_notebook(data)
         except NotebookError as exc:
             return FileReport(path=display, errors=[notebook_error(display, exc)])
-        if not settings.select or not may_hold_hazard(text, settings):
-            return FileReport(path=display)  # a notebook is no module others import: no index
         return None
     try:
-        text = decode_source(data)
+        decode_source(data)
     except DecodeError as exc:
         return FileReport(path=display, errors=[FileError(display, ErrorKind.UNDECODABLE, str(exc))])
-    if not settings.select or not may_hold_hazard(text, settings):
-        return FileReport(path=display, index=marks_of_unanalysed(text, display))
     return None
 
 
 def _analyse(job: Job) -> FileReport:
     data, display, settings = job
-    return guarded_check(data, display, settings, prefiltered=True)
+    return guarded_check(data, display, settings)
 
 
 class _FixAvailability:

@@ -15,6 +15,12 @@ from rich.console import Console
 
 from offlint.probing.errors import ProbeUsageError
 
+NO_TARGET = (
+    "no model to probe: name yours in pyproject.toml, [tool.offlint.probe] entry = "
+    '"pkg.module:build" (or --entry pkg.module:build, or a TARGET offloader class); '
+    "`offlint probe --demo` runs the bundled fixtures"
+)
+
 # click parameter name → options key (the pyproject spelling).
 _OPTION_KEYS = {
     "target": "target",
@@ -65,6 +71,12 @@ _OPTION_KEYS = {
     "bundled example: group-offload, prefetch-offload, sglang-offload; or a real library's "
     "offloading: diffusers-group-offload, accelerate-cpu-offload, sglang-offloader-v2. "
     "--init-arg values go to build().",
+)
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Run the bundled fixtures (the broken original and its fixes, each against what it is "
+    "expected to do): a demo of the probe, nothing of your project.",
 )
 @click.option(
     "--sanitize",
@@ -262,6 +274,7 @@ def probe_command(
     output_file: Path | None,
     as_json: bool,
     output: Path | None,
+    demo: bool,
     config: Path | None,
     plot: Path | None,
     from_trace: Path | None,
@@ -271,10 +284,12 @@ def probe_command(
 
     TARGET is path/to/file.py[:Class] or package.module[:Class], an offloader in the
     prefetch/wait shape, attached to the probe's own layer stack. --entry MODULE:FUNC probes
-    your own model with your own offloading instead. Without either the bundled fixtures run
-    (the broken original, the merged inline fix, the smallest correct inline fix and the
-    overlap fix), each against what it is expected to do. --sanitize -- python script.py ARGS
-    runs any program under the capture sanitizer.
+    your own model with your own offloading instead; without either on the command line, the
+    `entry` (or `target`) of [tool.offlint.probe] in pyproject.toml is probed, and with none
+    named anywhere the run fails (exit 2) saying how to name one. --demo (or --scenario NAME)
+    runs the bundled fixtures (the broken original, the merged inline fix, the smallest correct
+    inline fix and the overlap fix), each against what it is expected to do. --sanitize --
+    python script.py ARGS runs any program under the capture sanitizer.
 
     Exit status: 0 every check passed (bundled: every scenario did what it is expected to do;
     --sanitize: no violation), 1 a check failed (a violation), 2 no usable GPU, a bad TARGET,
@@ -308,6 +323,13 @@ def probe_command(
             )
         values["target"] = args[0] if args else None
         options = _resolve_options(ctx, config, values)
+        named = options.target is not None or options.entry is not None
+        if demo and named:
+            raise ProbeUsageError("--demo runs the bundled fixtures: give it without TARGET or --entry")
+        if not (named or demo or options.scenarios):
+            # a CI job that runs `offlint probe --gpu 0` must test the project's model, never
+            # go green on the bundled fixtures
+            raise ProbeUsageError(NO_TARGET)
         if plot is not None and options.trace_dir is None:
             import dataclasses
 

@@ -202,7 +202,9 @@ def sarif_document(
     errors = report.all_errors
     notifications = []
     for error in errors:
-        error_region = {"startLine": error.line} if error.line else None
+        error_region: dict[str, int] | None = {"startLine": error.line} if error.line else None
+        if error_region is not None and error.column:
+            error_region["startColumn"] = error.column
         notifications.append(
             {
                 "level": "error",
