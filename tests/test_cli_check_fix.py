@@ -58,7 +58,7 @@ def _check(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
     runner = CliRunner()
     return runner.invoke(
         main,
-        ["check", "--no-cache", "--output-format", "json", "--min-confidence", "low", *args, str(tmp_path)],
+        ["check", "--no-cache", "--output-format", "offlint-json", "--min-confidence", "low", *args, str(tmp_path)],
         catch_exceptions=False,
     )
 

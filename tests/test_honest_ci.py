@@ -29,9 +29,13 @@ def test_a_syntax_error_without_stream_code_fails_the_run(tmp_path: Path, monkey
     assert result.exit_code == 2
     assert f"plain.py:{cpython.value.lineno}:{cpython.value.offset}: syntax-error: {cpython.value.msg}" in result.stderr
     assert "All checks passed" not in result.stderr
-    document = json.loads(_run(tmp_path, monkeypatch, "check", "--no-cache", "--output-format", "json", ".").stdout)
+    document = json.loads(_run(tmp_path, monkeypatch, "check", "--no-cache", "--output-format", "offlint-json", ".").stdout)
     (error,) = document["errors"]
     assert (error["filename"], error["row"], error["column"]) == ("plain.py", 1, cpython.value.offset)
+    # ruff's json: a syntax error is an entry with no code (as ruff reports one)
+    (entry,) = json.loads(_run(tmp_path, monkeypatch, "check", "--no-cache", "--output-format", "json", ".").stdout)
+    assert entry["code"] is None and entry["location"] == {"row": 1, "column": cpython.value.offset}
+    assert entry["filename"] == str(tmp_path.resolve() / "plain.py")
 
 
 def test_a_syntax_error_is_found_on_a_warm_run_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,8 +21,8 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +74,12 @@ class CheckOptions:
     # when given, filled with the settings each file's reported result was analysed with (display
     # -> settings, cross-module seeds included): `fix` fixes with what `check` knew
     analysed_with: dict[str, FileSettings] | None = None
+    # told (phase, files done, files in all) as the run goes: the CLI's progress display
+    progress: Callable[[str, int, int], None] | None = field(default=None, compare=False)
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    return None
 
 
 def settings_for(
@@ -187,7 +193,11 @@ def _check_paths(options: CheckOptions) -> RunReport:
     candidates: list[tuple[Job, str | None]] = []  # (job, cache key)
 
     now = time.perf_counter
-    for found in files:
+    progress = options.progress or _no_progress
+    total_files = len(files)
+    for position, found in enumerate(files):
+        if position % 64 == 0:
+            progress("reading", position, total_files)
         # stages are timed by hand, not with `clock(...)`: a context manager per file and stage
         # cost more than the stage itself on a warm run
         settings = settings_of(found)
@@ -239,12 +249,17 @@ def _check_paths(options: CheckOptions) -> RunReport:
         floors = {job[1]: job[2] for job, _ in candidates}
         jobs = [job for job, _ in candidates]
         stream = pool.run(jobs) if pool is not None else (_analyse(job) for job in jobs)
+        settled = total_files - len(jobs)
+        progress("analysing", settled, total_files)
         try:
             for file_report in stream:
+                settled += 1
+                progress("analysing", settled, total_files)
                 key = keys.get(file_report.path)
                 if results_cache is not None and key is not None:
                     results_cache.put(key, file_report)  # every finding: the floor is the report's
                 report.files.append(below_floor_hidden(file_report, floors[file_report.path]))
+            progress("following calls across modules", total_files, total_files)
             with clock("call graph"):
                 reanalysed = _follow_calls_across_modules(report, files, settings_of, results_cache, pool)
         finally:

@@ -27,7 +27,7 @@ from offlint.reporting._sources import printable
 if TYPE_CHECKING:
     from offlint.analysis.engine import FileSettings
     from offlint.config import SelectionOverrides
-    from offlint.fixing.apply import FileFix
+    from offlint.fixing.apply import FileFix, FixSettings
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 
@@ -81,6 +81,10 @@ def run_fix(
     results: list[FileFix] = []
     run_errors: list[FileError] = []
     written: set[str] = set()
+    # each file's settings with the withheld rules (`not_fixed_codes`) that its selection holds:
+    # a diff that changes nothing says how many fixes were withheld, never "Nothing to fix."
+    withheld_settings: dict[str, FixSettings] = {}
+    selections: dict[str, frozenset[str]] = {}
     try:
         if select is not None and not select:  # as `check`: no rule would run, and "nothing to fix"
             raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
@@ -107,8 +111,10 @@ def run_fix(
                 )
             except ValueError as exc:
                 raise ConfigError(f"{config.source}: [tool.offlint.fix] {exc}") from None
+            selection = resolve_selection(config, overrides, codes, defaults, path)
+            selections[str(path)] = selection
             return FixSettings(
-                select=resolve_selection(config, overrides, codes, defaults, path) - set(not_fixed_codes),
+                select=selection - set(not_fixed_codes),
                 strategy=chosen,
                 compile_safe=safe,
                 capture_reachable=tuple(config.capture_reachable),
@@ -129,7 +135,10 @@ def run_fix(
                 # what is left is every selected rule's, the ones not fixed included
                 shown = dataclasses.replace(settings, select=settings.select | set(not_fixed_codes))
                 result.left = left_after(result.fixed, result.path, shown)
-            return _fix_stdin(result, diff=show_diff and not apply, color=color, exit_zero=exit_zero)
+            withheld = sum(1 for d in result.left if d.code in not_fixed_codes and d.fixable)
+            return _fix_stdin(
+                result, diff=show_diff and not apply, color=color, exit_zero=exit_zero, withheld=withheld
+            )
         files, run_errors = discover(list(paths), finder, cwd)
         roots = tree_roots(paths)
         tree = _tree_facts(paths, config_file, overrides) if len(files) > 1 else {}
@@ -154,6 +163,9 @@ def run_fix(
                 continue
             result = fix_source(data, found.display, settings)
             results.append(result)
+            if not_fixed_codes:
+                chosen = selections.get(str(found.path), frozenset()) & set(not_fixed_codes)
+                withheld_settings[result.path] = dataclasses.replace(settings, select=frozenset(chosen))
             if apply and result.changed:
                 # also when some fix was dropped: what is left is still valid code
                 error = write_if_unchanged(found.path, found.display, data, result.fixed, roots)
@@ -219,7 +231,10 @@ def run_fix(
             if show_diff:
                 # color=: click strips escape codes from non-terminals, which would undo --color
                 click.echo(unified_diff(printable(r.path), r.original, r.fixed, color=color), nl=False, color=color)
-        _text_summary(results, run_errors, written, apply, apply_hint)
+        withheld = 0
+        if not apply and not changed and not errors and not_fixed_codes:
+            withheld = _withheld_fixes(results, withheld_settings)
+        _text_summary(results, run_errors, written, apply, apply_hint, withheld)
     if errors:
         return EXIT_ERROR
     if not apply:
@@ -245,7 +260,20 @@ def _tree_facts(
     return facts
 
 
-def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool) -> int:
+def _withheld_fixes(results: list[FileFix], settings: dict[str, FixSettings]) -> int:
+    """How many findings of the withheld rules (the unsafe ones `check --diff` leaves out, as far
+    as each file's selection holds them: `settings`) have a fix."""
+    from offlint.fixing.apply import left_after
+
+    count = 0
+    for r in results:
+        only = settings.get(r.path)
+        if only is not None and only.select:
+            count += sum(1 for d in left_after(r.original, r.path, only) if d.fixable)
+    return count
+
+
+def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool, withheld: int = 0) -> int:
     """`fix -` / `check --fix -`: the fixed source (or, with `--diff`, the diff) on stdout, for an
     editor to replace its buffer with; what was fixed and every finding left on stderr. A source
     that could not be fixed comes back as it was read. Exit 2 on an error, 1 while findings are
@@ -266,7 +294,7 @@ def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool) -> 
         verb = "Would fix" if diff else "Fixed"
         click.echo(f"{verb} {edits} edit{'s' if edits != 1 else ''} in {printable(result.path)}.", err=True)
     elif not result.errors:
-        click.echo("Nothing to fix.", err=True)
+        click.echo(_nothing_to_fix(withheld), err=True)
     if result.errors:
         return EXIT_ERROR
     if diff:
@@ -295,8 +323,21 @@ def _listing(results: list[FileFix], run_errors: list[FileError]) -> None:
         click.echo(f"offlint: error: {printable(error.one_line())}", err=True)
 
 
+def _nothing_to_fix(withheld: int) -> str:
+    """The closing line of a run that changes nothing: "Nothing to fix." only when that is so."""
+    if not withheld:
+        return "Nothing to fix."
+    noun = "finding has an unsafe fix" if withheld == 1 else "findings have unsafe fixes"
+    return f"No safe fixes; {withheld} {noun} (`offlint check --diff --unsafe-fixes` shows them)."
+
+
 def _text_summary(
-    results: list[FileFix], run_errors: list[FileError], written: set[str], apply: bool, apply_hint: str
+    results: list[FileFix],
+    run_errors: list[FileError],
+    written: set[str],
+    apply: bool,
+    apply_hint: str,
+    withheld: int = 0,
 ) -> None:
     _listing(results, run_errors)
     changed = [r for r in results if r.changed]
@@ -312,4 +353,4 @@ def _text_summary(
             err=True,
         )
     else:
-        click.echo("Nothing to fix.", err=True)
+        click.echo(_nothing_to_fix(withheld), err=True)
