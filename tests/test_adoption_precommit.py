@@ -149,7 +149,7 @@ def test_pre_commit_installs_the_hooks_from_the_repository(work_tree: Path, tmp_
     clones), its hooks installed by pre-commit with pip."""
     source = tmp_path / "offlint-src"
     source.mkdir()
-    for name in ("offlint", "rules", "fixtures"):
+    for name in ("offlint", "rules", "fixtures", "docs"):
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"):
         shutil.copy2(REPO / name, source / name)

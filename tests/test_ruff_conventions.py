@@ -159,3 +159,18 @@ def test_progress_when_asked_and_never_with_quiet(project: Path) -> None:
     assert asked.stdout and not any(line.startswith("offlint: analysing") for line in asked.stdout.splitlines())
     assert "offlint: analysing" not in offlint("check", "--no-cache").stderr  # not a terminal
     assert "offlint: analysing" not in offlint("check", "--no-cache", "--progress", "-q").stderr
+
+
+def test_not_fixed_gives_the_reason_not_the_finding_again(capsys: pytest.CaptureFixture[str]) -> None:
+    from offlint.diagnostics import Diagnostic, FixSafety, Location
+    from offlint.fixing.apply import FileFix
+    from offlint.pipeline.fix import _listing
+
+    left = Diagnostic(
+        path="m.py", location=Location(3, 5, 3, 9), code="OFL101", name="wait-on-uncaptured-event",
+        message="Wait on `ev`, which may have been recorded outside the current capture", fix_safety=FixSafety.UNSAFE,
+    )
+    _listing([FileFix(path="m.py", original=b"", fixed=b"", remaining=[left], left=[left])], [])
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("m.py:3: OFL101 not fixed: no fix of OFL101 applies to this code as written")
+    assert left.message not in line

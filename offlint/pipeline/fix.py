@@ -318,9 +318,22 @@ def _listing(results: list[FileFix], run_errors: list[FileError]) -> None:
             click.echo(f"{where}: {n.diagnostic.code} not fixed: {n.reason}", err=True)
         for d in r.remaining:
             if (d.code, d.location.line) not in explained:
-                click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
+                click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {_unexplained(d.code)}", err=True)
     for error in run_errors + [e for r in results for e in r.errors]:
         click.echo(f"offlint: error: {printable(error.one_line())}", err=True)
+
+
+def _unexplained(code: str) -> str:
+    """Why a finding with a fix is left when no fixer said why: the reason, never the finding
+    again (its message is `check`'s to show)."""
+    from offlint.fixing.apply import FIXABLE_RULES
+
+    if code not in FIXABLE_RULES:
+        return f"its rule has no automatic fix (`offlint rule {code}` shows what to write instead)"
+    return (
+        f"no fix of {code} applies to this code as written (its fixers rewrite the shapes "
+        f"`offlint rule {code}` shows; this one is left for a hand edit)"
+    )
 
 
 def _nothing_to_fix(withheld: int) -> str:
