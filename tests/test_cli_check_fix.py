@@ -81,7 +81,7 @@ def test_unsafe_fixes_opt_in_fixes_everything_and_the_run_is_clean(tmp_path: Pat
     result = _check(tmp_path, "--fix", "--unsafe-fixes", "--show-fixes")
     assert "pin_memory=True" in pageable.read_text(encoding="utf-8")
     assert "consumer_stream" in record.read_text(encoding="utf-8")
-    assert "OFL106 [unsafe]" in result.stderr and "OFL204 [safe]" in result.stderr
+    assert "OFL106 (14:16) [unsafe]" in result.stderr and "OFL204 (9:13) [safe]" in result.stderr
     assert _codes(result.stdout) == []
     assert result.exit_code == 0
     # a second run has nothing left to do

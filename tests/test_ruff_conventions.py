@@ -174,3 +174,12 @@ def test_not_fixed_gives_the_reason_not_the_finding_again(capsys: pytest.Capture
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("m.py:3: OFL101 not fixed: no fix of OFL101 applies to this code as written")
     assert left.message not in line
+
+
+def test_fix_edits_are_labelled_with_the_findings_check_reported(project: Path) -> None:
+    """The rewrite of the SGLang offloader also prevents OFL202, which `check` does not report
+    there: no edit is labelled with it; each label names the reported finding's place."""
+    result = offlint("fix", "offload.py")
+    edits = [line for line in result.stderr.splitlines() if "[unsafe]" in line]
+    assert edits and not any("OFL202" in line for line in edits)
+    assert "offload.py:80: OFL101 (161:9), OFL103 (149:9) [unsafe]" in edits[0]

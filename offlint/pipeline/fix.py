@@ -27,7 +27,9 @@ from offlint.reporting._sources import printable
 if TYPE_CHECKING:
     from offlint.analysis.engine import FileSettings
     from offlint.config import SelectionOverrides
+    from offlint.diagnostics import Diagnostic
     from offlint.fixing.apply import FileFix, FixSettings
+    from offlint.fixing.edits import Edit
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 
@@ -85,6 +87,7 @@ def run_fix(
     # a diff that changes nothing says how many fixes were withheld, never "Nothing to fix."
     withheld_settings: dict[str, FixSettings] = {}
     selections: dict[str, frozenset[str]] = {}
+    file_settings: dict[str, FixSettings] = {}
     try:
         if select is not None and not select:  # as `check`: no rule would run, and "nothing to fix"
             raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
@@ -136,8 +139,14 @@ def run_fix(
                 shown = dataclasses.replace(settings, select=settings.select | set(not_fixed_codes))
                 result.left = left_after(result.fixed, result.path, shown)
             withheld = sum(1 for d in result.left if d.code in not_fixed_codes and d.fixable)
+            reported = _reported({result.path: settings}, [result])
             return _fix_stdin(
-                result, diff=show_diff and not apply, color=color, exit_zero=exit_zero, withheld=withheld
+                result,
+                diff=show_diff and not apply,
+                color=color,
+                exit_zero=exit_zero,
+                withheld=withheld,
+                reported=reported,
             )
         files, run_errors = discover(list(paths), finder, cwd)
         roots = tree_roots(paths)
@@ -163,6 +172,7 @@ def run_fix(
                 continue
             result = fix_source(data, found.display, settings)
             results.append(result)
+            file_settings[result.path] = settings
             if not_fixed_codes:
                 chosen = selections.get(str(found.path), frozenset()) & set(not_fixed_codes)
                 withheld_settings[result.path] = dataclasses.replace(settings, select=frozenset(chosen))
@@ -234,7 +244,7 @@ def run_fix(
         withheld = 0
         if not apply and not changed and not errors and not_fixed_codes:
             withheld = _withheld_fixes(results, withheld_settings)
-        _text_summary(results, run_errors, written, apply, apply_hint, withheld)
+        _text_summary(results, run_errors, written, apply, apply_hint, withheld, _reported(file_settings, results))
     if errors:
         return EXIT_ERROR
     if not apply:
@@ -273,7 +283,45 @@ def _withheld_fixes(results: list[FileFix], settings: dict[str, FixSettings]) ->
     return count
 
 
-def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool, withheld: int = 0) -> int:
+def _reported(settings: dict[str, FixSettings], results: list[FileFix]) -> dict[str, list[Diagnostic]]:
+    """The findings `check` reports on each changed file as it was read: what its edits are
+    labelled with (an edit also fixing a code that was never reported is not labelled with it)."""
+    from offlint.fixing.apply import left_after
+
+    found: dict[str, list[Diagnostic]] = {}
+    for r in results:
+        chosen = settings.get(r.path)
+        if r.edits and chosen is not None:
+            try:
+                found[r.path] = left_after(r.original, r.path, chosen)
+            except Exception:  # the labels are a courtesy: never lose the listing over them
+                continue
+    return found
+
+
+def _edit_label(edit: Edit, reported: list[Diagnostic] | None) -> str:
+    """`OFL101 (161:9), OFL103 (149:9)`: the reported findings an edit fixes, by code and place;
+    the fixer's own codes where the file's findings are not known."""
+    codes = (edit.rule, *edit.also_fixes)
+    if reported is None:
+        return ", ".join(codes)
+    labels = [
+        f"{code} ({', '.join(d.position for d in reported if d.code == code)})"
+        for code in dict.fromkeys(codes)
+        if any(d.code == code for d in reported)
+    ]
+    return ", ".join(labels) or f"{edit.rule} (a companion edit: no finding of its own)"
+
+
+def _fix_stdin(
+    result: FileFix,
+    *,
+    diff: bool,
+    color: bool,
+    exit_zero: bool,
+    withheld: int = 0,
+    reported: dict[str, list[Diagnostic]] | None = None,
+) -> int:
     """`fix -` / `check --fix -`: the fixed source (or, with `--diff`, the diff) on stdout, for an
     editor to replace its buffer with; what was fixed and every finding left on stderr. A source
     that could not be fixed comes back as it was read. Exit 2 on an error, 1 while findings are
@@ -286,7 +334,7 @@ def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool, wit
     else:
         sys.stdout.buffer.write(result.fixed)
         sys.stdout.buffer.flush()
-    _listing([result], [])
+    _listing([result], [], reported)
     for d in result.left:
         click.echo(f"{printable(result.path)}:{d.location.line}:{d.location.column}: {d.code} {d.message}", err=True)
     edits = len(result.edits)
@@ -302,11 +350,14 @@ def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool, wit
     return EXIT_CHANGES if result.left and not exit_zero else EXIT_CLEAN
 
 
-def _listing(results: list[FileFix], run_errors: list[FileError]) -> None:
-    """Each edit made, each note, each finding a fixer left with its reason, each error (stderr)."""
+def _listing(
+    results: list[FileFix], run_errors: list[FileError], reported: dict[str, list[Diagnostic]] | None = None
+) -> None:
+    """Each edit made (labelled with the reported findings it fixes), each note, each finding a
+    fixer left with its reason, each error (stderr)."""
     for r in results:
         for edit in r.edits:
-            rules = ", ".join((edit.rule, *edit.also_fixes))
+            rules = _edit_label(edit, reported.get(r.path) if reported is not None else None)
             click.echo(
                 f"{printable(r.path)}:{edit.line}: {rules} [{edit.safety.value}] {edit.title}", err=True
             )
@@ -351,8 +402,9 @@ def _text_summary(
     apply: bool,
     apply_hint: str,
     withheld: int = 0,
+    reported: dict[str, list[Diagnostic]] | None = None,
 ) -> None:
-    _listing(results, run_errors)
+    _listing(results, run_errors, reported)
     changed = [r for r in results if r.changed]
     edits = sum(len(r.edits) for r in changed)
     if apply:
