@@ -22,7 +22,7 @@ from offlint.reporting import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
     from offlint.baseline import Baseline
-    from offlint.config import ConfigFinder, DiscoveryOverrides, SelectionOverrides
+    from offlint.config import Config, ConfigFinder, DiscoveryOverrides, SelectionOverrides
     from offlint.diagnostics import RunReport
 
 EXIT_CLEAN = 0
@@ -416,7 +416,7 @@ def apply_check_fixes(
     # `fixable` / `unfixable` of the configuration that applies (the first path's)
     first = Path(stdin_filename) if Path("-") in paths and stdin_filename else paths[0]
     try:
-        config = ConfigFinder(config_file, fallback_root=Path.cwd()).for_path(first)
+        config = _config_of(ConfigFinder(config_file, fallback_root=Path.cwd()), first)
         withheld = sorted(set(unsafe_codes) | unfixable_codes(config, sorted(catalogue)))
     except ConfigError as exc:
         click.echo(f"offlint: error: {exc}", err=True)
@@ -587,7 +587,7 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
             color=color,
             sources=sources,
             project_root=project,
-            docs_url=_finder(request).for_path(first).docs_url,
+            docs_url=_config_of(_finder(request), first).docs_url,
         )
     if request.output_file is not None:
         try:
@@ -631,6 +631,16 @@ def _progress_display(request: CheckRequest) -> Any:
     return ProgressDisplay(sys.stderr, live=terminal, delay=0.0 if request.progress else 1.0)
 
 
+def _config_of(finder: ConfigFinder, path: Path) -> Config:
+    """The configuration of `path` without raising where the path cannot be resolved (a link
+    loop, a folder without `x`: the run has reported that file already)."""
+    real = os.path.realpath(path)  # never raises, unlike Path.resolve on 3.10/3.11
+    try:
+        return finder.for_real_folder(real) if os.path.isdir(real) else finder.for_real_file(real)
+    except (OSError, RuntimeError):
+        return finder.fallback
+
+
 def _without_unfixable(request: CheckRequest, report: RunReport) -> None:
     """Findings of codes the configuration's `fixable` / `unfixable` leave unfixed offer no fix
     (no `[*]`, no fix in the machine formats), as ruff shows them."""
@@ -643,7 +653,7 @@ def _without_unfixable(request: CheckRequest, report: RunReport) -> None:
         if not any(d.fixable for d in file_report.diagnostics):
             continue
         where = Path(request.stdin_filename or "stdin.py") if file_report.path == "-" else Path(file_report.path)
-        unfixable = unfixable_codes(finder.for_path(where), codes)
+        unfixable = unfixable_codes(_config_of(finder, where), codes)
         if unfixable:
             file_report.diagnostics = [d.without_fix() if d.code in unfixable else d for d in file_report.diagnostics]
 
