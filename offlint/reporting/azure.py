@@ -20,20 +20,21 @@ def _message(text: str) -> str:
     return text.replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _issue(path: str, line: int | None, column: int | None, code: str, message: str) -> str:
+    where = "" if not line else f"linenumber={line};" + (f"columnnumber={column};" if column else "")
+    return f"##vso[task.logissue type=error;sourcepath={_value(path)};{where}code={code};]{_message(message)}\n"
+
+
 def render_azure(report: RunReport, *, root: Path) -> str:
-    lines = []
-    for d in report.diagnostics:
-        cell = "" if d.cell is None else f"cell {d.cell}: "
-        lines.append(
-            f"##vso[task.logissue type=error;sourcepath={_value(display_path(d.path, root))};"
-            f"linenumber={d.location.line};columnnumber={d.location.column};code={d.code};]"
-            f"{_message(cell + d.message)}"
+    issues = [
+        _issue(
+            display_path(d.path, root),
+            d.location.line,
+            d.location.column,
+            d.code,
+            d.message if d.cell is None else f"cell {d.cell}: {d.message}",
         )
-    for e in report.all_errors:
-        where = f"linenumber={e.line};" if e.line else ""
-        where += f"columnnumber={e.column};" if e.line and e.column else ""
-        lines.append(
-            f"##vso[task.logissue type=error;sourcepath={_value(display_path(e.path, root))};{where}"
-            f"code={e.kind.value};]{_message(e.message)}"
-        )
-    return "".join(line + "\n" for line in lines)
+        for d in report.diagnostics
+    ]
+    issues += [_issue(display_path(e.path, root), e.line, e.column, e.kind.value, e.message) for e in report.all_errors]
+    return "".join(issues)
