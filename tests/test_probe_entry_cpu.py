@@ -349,3 +349,23 @@ def test_races_goes_with_sanitize_and_reaches_the_sanitized_run(monkeypatch: pyt
         result = CliRunner().invoke(probe_command, [*flags, "--output-format", "json", "--", "python", "x.py"])
         assert result.exit_code == 0, result.output
         assert asked[-1] is expected
+
+
+def test_several_capture_modes_run_once_each(recorded_probe: list[ProbeOptions], tmp_path: Path) -> None:
+    """`capture-mode = ["whole", "pieces"]` under [tool.offlint.probe] (what CI reads): one run
+    per mode, the worst exit status; json holds each run under its mode."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.offlint.probe]\nentry = "mypkg.model:build"\ncapture-mode = ["whole", "pieces"]\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(probe_command, ["--gpu", "0", "--output-format", "json"])
+    assert result.exit_code == 0, result.output
+    assert [o.capture_mode for o in recorded_probe] == ["whole", "pieces"]
+    assert all(o.capture_modes == () and o.entry == "mypkg.model:build" for o in recorded_probe)
+    document = json.loads(result.stdout)
+    assert document["schema"] == "offlint-probe-modes/1" and document["capture_modes"] == ["whole", "pieces"]
+    assert [run["schema"] for run in document["runs"]] == ["offlint-probe/1"] * 2
+    text = CliRunner().invoke(probe_command, ["--capture-mode", "whole,segmented-vllm"])
+    assert "capture mode: segmented-vllm" in text.stdout and recorded_probe[-1].capture_mode == "segmented-vllm"
+    bad = CliRunner().invoke(probe_command, ["--capture-mode", "whole,halves"])
+    assert bad.exit_code == 2 and "halves" in bad.stderr

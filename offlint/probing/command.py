@@ -182,8 +182,8 @@ _OPTION_KEYS = {
 @click.option(
     "--capture-mode",
     metavar="MODE",
-    help="How the graph runner captures the forward: whole (one torch.cuda.graph, the "
-    "default), pieces (two graphs split at the middle layer, as piecewise runners), "
+    help="How the graph runner captures the forward (several, comma-separated: one run each): "
+    "whole (one torch.cuda.graph, the default), pieces (two graphs split at the middle layer, as piecewise runners), "
     "segmented-sglang or segmented-vllm (two segments with the middle layer run eagerly between "
     "them; SGLang joins wait_stream forks at each segment end, vLLM joins nothing). "
     "docs/probe-capture-modes.md says what is emulated.",
@@ -336,9 +336,19 @@ def probe_command(
             options = dataclasses.replace(options, trace_dir=str(_scratch_trace_dir()))
         from offlint.probing.runner import probe
 
-        document = probe(
-            options, progress=lambda line: stderr.print(line, style="dim", markup=False)
-        )
+        def progress(line: str) -> None:
+            stderr.print(line, style="dim", markup=False)
+
+        if options.capture_modes:
+            # one run per capture mode asked for, each a whole probe of its own
+            import dataclasses
+
+            documents = []
+            for mode in options.capture_modes:
+                progress(f"capture mode {mode}")
+                documents.append(probe(dataclasses.replace(options, capture_mode=mode, capture_modes=()), progress=progress))
+            sys.exit(_emit_modes(options.capture_modes, documents, fmt, output_file))
+        document = probe(options, progress=progress)
     except ProbeUsageError as exc:
         click.echo(f"offlint probe: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -371,6 +381,40 @@ def probe_command(
             console = Console(highlight=False, width=160)
         render_console(document, console)
     sys.exit(document["exit_code"])
+
+
+def _emit_modes(modes: tuple[str, ...], documents: list[dict[str, Any]], fmt: str, output_file: Path | None) -> int:
+    """The runs of several capture modes: one JSON document holding each run's (schema
+    `offlint-probe-modes/1`), or each run's tables under its mode; the worst exit status."""
+    from offlint.probing.report import render_console, render_json, summary_line
+
+    status = max(document["exit_code"] for document in documents)
+    if fmt == "json":
+        combined = {
+            "schema": "offlint-probe-modes/1",
+            "capture_modes": list(modes),
+            "runs": documents,
+            "exit_code": status,
+        }
+        text = render_json(combined)
+        if output_file is None:
+            click.echo(text)
+        else:
+            output_file.parent.mkdir(parents=True, exist_ok=True)
+            output_file.write_text(text + "\n", encoding="utf-8")
+    else:
+        stream = output_file.open("w", encoding="utf-8") if output_file is not None else None
+        try:
+            console = Console(file=stream, width=160, no_color=stream is not None, highlight=False)
+            for mode, document in zip(modes, documents, strict=True):
+                console.print(f"capture mode: {mode}")
+                render_console(document, console)
+        finally:
+            if stream is not None:
+                stream.close()
+    for mode, document in zip(modes, documents, strict=True):
+        click.echo(f"{mode}: {summary_line(document)}", err=True)
+    return int(status)
 
 
 def _scratch_trace_dir() -> Path:
