@@ -75,3 +75,15 @@ def test_a_named_file_is_checked_even_where_exclude_matches(tmp_path: Path, monk
     forced = _run(tmp_path, monkeypatch, "check", "--no-cache", "--force-exclude", "gen/bad.py")
     assert forced.exit_code == 0 and "All checks passed" not in forced.stderr
     assert "excluded by the configuration's `exclude` with --force-exclude" in forced.stderr
+
+
+def test_fix_on_a_file_that_is_not_python_never_says_nothing_to_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bad.py").write_text("def f(:\n", encoding="utf-8")
+    for args in (["fix", "bad.py"], ["check", "--diff", "bad.py"]):
+        result = _run(tmp_path, monkeypatch, *args)
+        assert result.exit_code == 2
+        assert "bad.py:1:7: syntax-error: invalid syntax" in result.stderr
+        assert "Nothing to fix." not in result.stderr
+        assert "Nothing fixed: 1 file(s) could not be fixed" in result.stderr

@@ -417,5 +417,8 @@ def _text_summary(
             f"Would fix {len(changed)} file(s) ({edits} edit(s)); run with {apply_hint} to write.",
             err=True,
         )
+    elif run_errors or any(r.errors for r in results):
+        failed = len({e.path for e in run_errors} | {r.path for r in results if r.errors})
+        click.echo(f"Nothing fixed: {failed} file(s) could not be fixed (the errors above).", err=True)
     else:
         click.echo(_nothing_to_fix(withheld), err=True)
