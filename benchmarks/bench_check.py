@@ -113,7 +113,7 @@ def measure(command: list[str], cwd: Path, *, keep_stdout: bool = True) -> Run:
 
 
 def offlint_cmd(path: Path, *, cold: bool) -> list[str]:
-    command = [*OFFLINT, "check", "--select", "ALL", "--output-format", "json", "--timings", "--exit-zero"]
+    command = [*OFFLINT, "check", "--select", "ALL", "--output-format", "offlint-json", "--timings", "--exit-zero"]
     if cold:
         command.append("--no-cache")
     return [*command, str(path)]

@@ -475,7 +475,7 @@ def run_offlint(
     with tempfile.TemporaryDirectory(prefix="offlint-corpus-") as scratch:
         config = Path(scratch) / "offlint.toml"
         config.write_text("", encoding="utf-8")
-        command = [sys.executable, "-m", "offlint", "check", "--output-format", "json", "--no-cache", "--exit-zero"]
+        command = [sys.executable, "-m", "offlint", "check", "--output-format", "offlint-json", "--no-cache", "--exit-zero"]
         command += ["--config", str(config)]
         if min_confidence is not None:
             command += ["--min-confidence", min_confidence]

@@ -101,7 +101,7 @@ def run_offlint(root: Path) -> dict[str, Any]:
     """`offlint check` of one tree at the default confidence, as parsed JSON."""
     command = [
         sys.executable, "-m", "offlint", "check", "--select", "ALL",
-        "--output-format", "json", "--no-cache", "--exit-zero", str(root),
+        "--output-format", "offlint-json", "--no-cache", "--exit-zero", str(root),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
     if done.returncode != 0:

@@ -26,7 +26,7 @@ status=0
 #    batch 4096 and 2048, in one shared worker where no isolation is needed. Exit 0 = every
 #    scenario did what it is expected to do. Its wall time is the issue-16 number (<= 60 s).
 start=$(date +%s.%N)
-timeout "${PROBE_TIMEOUT:-300}" "$python" -m offlint.probing --timeout 240 \
+timeout "${PROBE_TIMEOUT:-300}" "$python" -m offlint.probing --demo --timeout 240 \
   -o "$out/probe-default.json" 2>&1 | tee "$out/probe.log"
 probe_status=${PIPESTATUS[0]}
 end=$(date +%s.%N)

@@ -22,7 +22,7 @@ from offlint.reporting import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
     from offlint.baseline import Baseline
-    from offlint.config import ConfigFinder, DiscoveryOverrides, SelectionOverrides
+    from offlint.config import Config, ConfigFinder, DiscoveryOverrides, SelectionOverrides
     from offlint.diagnostics import RunReport
 
 EXIT_CLEAN = 0
@@ -63,6 +63,18 @@ class LazyGroup(click.Group):
         command = getattr(module, target[1])
         assert isinstance(command, click.Command)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and name not in _LAZY_COMMANDS and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, sorted(_LAZY_COMMANDS), n=1, cutoff=0.6)
+            hint = f" (did you mean `offlint {close[0]}`?)" if close else ""
+            ctx.fail(f"unknown command {name!r}{hint}")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # list without importing: help must work where libcst or torch are missing
@@ -147,6 +159,9 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
     type=click.Choice(list(OUTPUT_FORMATS)),
     default="full",
     show_default=True,
+    envvar="OFFLINT_OUTPUT_FORMAT",
+    show_envvar=True,
+    help="How findings are shown (json: ruff's list; offlint-json: offlint's object with a summary).",
 )
 @click.option("-o", "--output-file", type=click.Path(path_type=Path), help="Write the report here instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of each diagnostic.")
@@ -169,6 +184,11 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
     help="Keep the cache here [env: OFFLINT_CACHE_DIR] (default: .offlint_cache in the project root).",
 )
 @click.option("--timings", is_flag=True, help="Print where the time went (stderr).")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show files done / total and the phase on stderr (default: on a terminal, once a run takes about a second; off with -q/-s).",
+)
 @click.option(
     "--color/--no-color",
     default=None,
@@ -206,6 +226,12 @@ def use_color(flag: bool | None, to_terminal: bool, environ: Mapping[str, str] |
 @click.option("-s", "--silent", is_flag=True, help="Print nothing (the exit code still says 1 for findings, 2 for errors).")
 @click.option("-v", "--verbose", is_flag=True, help="Also say which config files apply, what was skipped, and the time.")
 @click.option("--fix", is_flag=True, help="Apply the safe fixes (writes files), then report what is left.")
+@click.option("--fix-only", is_flag=True, help="Apply the fixes (as --fix) and report nothing that is left; exit 0 unless --exit-non-zero-on-fix.")
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="With --fix / --fix-only: exit 1 when a fix was applied, even with no finding left.",
+)
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff: the unsafe fixes too (`offlint rules` lists each's safety).")
 @click.option("--show-fixes", is_flag=True, help="With --fix: list each fix applied (stderr).")
 @click.option("--diff", is_flag=True, help="Print the diff the fixes would make and exit (1 when there is one); writes nothing.")
@@ -223,12 +249,15 @@ def check_command(
     isolated: bool,
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
+    fixable: tuple[str, ...],
+    unfixable: tuple[str, ...],
     per_file_ignores: tuple[str, ...],
     stdin_filename: str | None,
     jobs: int | None,
     no_cache: bool,
     cache_dir: Path | None,
     timings: bool,
+    progress: bool | None,
     color: bool | None,
     parser: str,
     force_exclude: bool | None,
@@ -242,6 +271,8 @@ def check_command(
     silent: bool,
     verbose: bool,
     fix: bool,
+    fix_only: bool,
+    exit_non_zero_on_fix: bool,
     unsafe_fixes: bool,
     show_fixes: bool,
     diff: bool,
@@ -261,13 +292,18 @@ def check_command(
             per_file_ignores=per_file_ignores,
             respect_gitignore=respect_gitignore,
             force_exclude=force_exclude,
+            fixable=fixable,
+            unfixable=unfixable,
         )
     except ConfigError as exc:
         fail(str(exc))
+    fix = fix or fix_only
     if fix and diff:
         fail("--fix and --diff cannot be combined (--diff writes nothing)")
     if (unsafe_fixes or show_fixes) and not (fix or diff):
         fail("--unsafe-fixes and --show-fixes go with --fix (or --diff)")
+    if exit_non_zero_on_fix and not fix:
+        fail("--exit-non-zero-on-fix goes with --fix or --fix-only")
     # each of these replaces the report with something else: one at a time
     modes = {
         "--add-noqa": add_noqa,
@@ -281,6 +317,7 @@ def check_command(
     if not paths:
         # like ruff: `--stdin-filename` without paths means the source comes from stdin
         paths = (Path("-"),) if stdin_filename else (Path("."),)
+    wrote = False
     if fix or diff:
         # `-`: the fixed source (or the diff) on stdout, what is left on stderr (editors)
         stdin = Path("-") in paths
@@ -298,11 +335,16 @@ def check_command(
                 min_confidence=min_confidence,
                 color=use_color(color, sys.stdout.isatty()),
                 stdin_filename=stdin_filename,
+                summary=fix_only and not (quiet or silent),
             )
         if stdin and exit_zero and fixed == EXIT_FINDINGS:
             fixed = EXIT_CLEAN
         if diff or stdin or fixed == EXIT_ERROR:
             sys.exit(fixed)
+        # for files, EXIT_FINDINGS here says a fix was written (what is left is the check's)
+        wrote = fixed == EXIT_FINDINGS
+        if fix_only:
+            sys.exit(EXIT_FINDINGS if wrote and exit_non_zero_on_fix else EXIT_CLEAN)
     code = run_check(
         CheckRequest(
             paths=paths,
@@ -318,6 +360,7 @@ def check_command(
             use_cache=not no_cache,
             cache_dir=cache_dir,
             timings=timings,
+            progress=progress,
             color=color,
             front_end="libcst" if parser == "libcst" else "skeleton",
             min_confidence=min_confidence,
@@ -336,6 +379,8 @@ def check_command(
     )
     if exit_zero and code == EXIT_FINDINGS:
         code = EXIT_CLEAN
+    if fix and exit_non_zero_on_fix and code == EXIT_CLEAN and wrote:
+        code = EXIT_FINDINGS
     sys.exit(code)
 
 
@@ -351,6 +396,7 @@ def apply_check_fixes(
     min_confidence: str | None,
     color: bool,
     stdin_filename: str | None = None,
+    summary: bool = False,
 ) -> int:
     """`check --fix` / `--diff`, as ruff's: the fixes of the findings `check` shows, the safe ones
     unless `unsafe` (each rule's safety is stated once, in its rules/ file); `fix`'s own engine
@@ -360,11 +406,21 @@ def apply_check_fixes(
     import io
 
     from offlint.catalogue import load_catalogue
+    from offlint.config import ConfigError, ConfigFinder, unfixable_codes
     from offlint.pipeline.fix import run_fix
 
+    catalogue = load_catalogue()
     unsafe_codes = () if unsafe else tuple(
-        code for code, spec in load_catalogue().items() if spec.fix_safety.value != "safe"
+        code for code, spec in catalogue.items() if spec.fix_safety.value != "safe"
     )
+    # `fixable` / `unfixable` of the configuration that applies (the first path's)
+    first = Path(stdin_filename) if Path("-") in paths and stdin_filename else paths[0]
+    try:
+        config = _config_of(ConfigFinder(config_file, fallback_root=Path.cwd()), first)
+        withheld = sorted(set(unsafe_codes) | unfixable_codes(config, sorted(catalogue)))
+    except ConfigError as exc:
+        click.echo(f"offlint: error: {exc}", err=True)
+        return EXIT_ERROR
     listing = io.StringIO()
     # stdin: stderr is all the report there is (the fixed source is on stdout)
     stdin = Path("-") in paths
@@ -383,13 +439,16 @@ def apply_check_fixes(
             exit_zero=not stdin,  # a file's findings left are reported by the check that follows
             apply_hint="--fix --unsafe-fixes" if unsafe else "--fix",
             stdin_filename=stdin_filename,
-            not_fixed_codes=unsafe_codes,
+            not_fixed_codes=tuple(withheld),
+            exit_non_zero_on_fix=not stdin,  # 1 then says a fix was written
         )
     if code == EXIT_ERROR and not show:
         click.echo(listing.getvalue(), err=True, nl=False)  # the errors, at least
     elif not show:
         # files it left alone say so (a notebook), whether or not the listing was asked for
-        notes = [line for line in listing.getvalue().splitlines() if line.startswith("offlint: note:")]
+        # (and --fix-only its closing line: it reports nothing else)
+        wanted = ("offlint: note:", "Fixed ", "Nothing to fix", "No safe fixes") if summary else ("offlint: note:",)
+        notes = [line for line in listing.getvalue().splitlines() if line.startswith(wanted)]
         click.echo("".join(note + "\n" for note in notes), err=True, nl=False)
     return code
 
@@ -411,6 +470,7 @@ class CheckRequest:
     use_cache: bool = True
     cache_dir: Path | None = None
     timings: bool = False
+    progress: bool | None = None  # --progress/--no-progress; None: on a terminal, after a second
     color: bool | None = None
     front_end: str = "skeleton"
     min_confidence: str | None = None
@@ -485,18 +545,25 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
     if any(str(p) == "-" for p in request.paths):
         report, sources = check_stdin(request.stdin_filename, overrides, request.config_file, request.front_end)
     else:
-        report = check_paths(
-            CheckOptions(
-                paths=request.paths,
-                overrides=overrides,
-                config_file=request.config_file,
-                jobs=request.jobs,
-                use_cache=request.use_cache,
-                front_end=request.front_end,
-                cache_dir=request.cache_dir,
+        display = _progress_display(request)
+        try:
+            report = check_paths(
+                CheckOptions(
+                    paths=request.paths,
+                    overrides=overrides,
+                    config_file=request.config_file,
+                    jobs=request.jobs,
+                    use_cache=request.use_cache,
+                    front_end=request.front_end,
+                    cache_dir=request.cache_dir,
+                    progress=display,
+                )
             )
-        )
+        finally:
+            if display is not None:
+                display.close()
     report.timings.setdefault("total", time.perf_counter() - started)
+    _without_unfixable(request, report)
     cwd = Path.cwd()
     if request.write_baseline is not None:
         return _write_baseline(request, report, cwd)
@@ -512,7 +579,16 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
         text = render_statistics(report, request.output_format)
     else:
         project = _finder(request).project_root(request.paths[0]) if not stdin_run(request) else cwd
-        text = render(report, request.output_format, root=cwd, color=color, sources=sources, project_root=project)
+        first = Path(request.stdin_filename or "stdin.py") if stdin_run(request) else request.paths[0]
+        text = render(
+            report,
+            request.output_format,
+            root=cwd,
+            color=color,
+            sources=sources,
+            project_root=project,
+            docs_url=_config_of(_finder(request), first).docs_url,
+        )
     if request.output_file is not None:
         try:
             request.output_file.write_text(text, encoding="utf-8")
@@ -532,7 +608,7 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
             noun = "finding" if in_baseline == 1 else "findings"
             click.echo(f"{in_baseline} {noun} in the baseline ({request.baseline}) not shown.", err=True)
         if not report.files and not report.all_errors:
-            click.echo("offlint: warning: no Python files found under the given paths", err=True)
+            click.echo(f"offlint: warning: {_why_nothing_checked(report)}", err=True)
     if request.verbose:
         click.echo(_verbose_lines(request, report, time.perf_counter() - started), err=True, nl=False)
     if request.timings:
@@ -540,6 +616,58 @@ def _check_and_report(request: CheckRequest, overrides: SelectionOverrides, base
 
         click.echo(_timings_table(report), err=True)
     return exit_code_for(report)
+
+
+def _progress_display(request: CheckRequest) -> Any:
+    """The progress display a run gets: asked for (`--progress`, shown at once), or on a terminal
+    (live, once the run takes about a second); never with -q/-s or `--no-progress`."""
+    if request.progress is False or request.quiet or request.silent:
+        return None
+    terminal = sys.stderr.isatty()
+    if request.progress is None and not terminal:
+        return None
+    from offlint.progress import ProgressDisplay
+
+    return ProgressDisplay(sys.stderr, live=terminal, delay=0.0 if request.progress else 1.0)
+
+
+def _config_of(finder: ConfigFinder, path: Path) -> Config:
+    """The configuration of `path` without raising where the path cannot be resolved (a link
+    loop, a folder without `x`: the run has reported that file already)."""
+    real = os.path.realpath(path)  # never raises, unlike Path.resolve on 3.10/3.11
+    try:
+        return finder.for_real_folder(real) if os.path.isdir(real) else finder.for_real_file(real)
+    except (OSError, RuntimeError):
+        return finder.fallback
+
+
+def _without_unfixable(request: CheckRequest, report: RunReport) -> None:
+    """Findings of codes the configuration's `fixable` / `unfixable` leave unfixed offer no fix
+    (no `[*]`, no fix in the machine formats), as ruff shows them."""
+    from offlint.catalogue import load_catalogue
+    from offlint.config import unfixable_codes
+
+    finder = _finder(request)
+    codes = sorted(load_catalogue())
+    for file_report in report.files:
+        if not any(d.fixable for d in file_report.diagnostics):
+            continue
+        where = Path(request.stdin_filename or "stdin.py") if file_report.path == "-" else Path(file_report.path)
+        unfixable = unfixable_codes(_config_of(finder, where), codes)
+        if unfixable:
+            file_report.diagnostics = [d.without_fix() if d.code in unfixable else d for d in file_report.diagnostics]
+
+
+def _why_nothing_checked(report: RunReport) -> str:
+    """Why a run checked no file: the named files `exclude` left out (--force-exclude), or none found."""
+    if not report.excluded:
+        return "no Python files found under the given paths"
+    named = ", ".join(report.excluded[:3]) + (f" and {len(report.excluded) - 3} more" if len(report.excluded) > 3 else "")
+    noun = "file" if len(report.excluded) == 1 else "files"
+    return (
+        f"every file named was excluded by the configuration's `exclude` with --force-exclude "
+        f"({len(report.excluded)} {noun}: {named}); without --force-exclude they are checked"
+    )
 
 
 def _finder(request: CheckRequest) -> ConfigFinder:
@@ -627,7 +755,7 @@ def _verbose_lines(request: CheckRequest, report: RunReport, seconds: float) -> 
             keys = sorted({*finder.overrides.settings, *(["extend-exclude"] if finder.overrides.extend_exclude else [])})
             lines.append(f"offlint: set on the command line: {', '.join(keys)}")
         for shown in skipped:
-            lines.append(f"offlint: skipped {shown}: excluded by configuration (--no-force-exclude checks it)")
+            lines.append(f"offlint: skipped {shown}: excluded by configuration (--force-exclude; without it, it is checked)")
     count = len(report.files)
     cached = sum(1 for f in report.files if f.cached)
     analysed = sum(1 for f in report.files if f.parsed and not f.cached)
@@ -699,22 +827,69 @@ def clean_command(path: Path, cache_dir: Path | None, config_file: Path | None) 
         click.echo(f"No cache under {root}.")
 
 
+def rule_json(spec: Any) -> dict[str, Any]:
+    """One rule as `offlint rule --output-format json` gives it (ruff's fields, and offlint's)."""
+    return {
+        "name": spec.name,
+        "code": spec.code,
+        "linter": "offlint",
+        "summary": spec.summary,
+        "message_formats": [spec.message],
+        "fix": {
+            "safe": "Fix is always available.",
+            "unsafe": "Fix is sometimes available.",
+            "none": "Fix is not available.",
+        }[spec.fix_safety.value],
+        "fix_safety": spec.fix_safety.value,
+        "default": spec.default_enabled,
+        "prevents": spec.prevents,
+        "explanation": spec.markdown(),
+        "preview": False,
+    }
+
+
 @click.command("rule")
-@click.argument("code")
-def rule_command(code: str) -> None:
-    """Show the documentation of rule CODE (a code like OFL101, or its name)."""
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Show the documentation of every rule.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text (Markdown) or json (one object; a list with --all), as ruff's `rule`.",
+)
+def rule_command(code: str | None, show_all: bool, output_format: str) -> None:
+    """Show the documentation of rule CODE (a code like OFL101, or its name), or of every rule
+    with --all."""
+    import json
+
     from offlint.catalogue import CatalogueError, load_catalogue
 
+    if show_all == (code is not None):
+        fail("give a rule CODE or --all (`offlint rules` lists the codes)")
     try:
         catalogue = load_catalogue()
     except CatalogueError as exc:
         fail(str(exc))
-    wanted = code.strip()
-    spec = catalogue.get(wanted.upper()) or next((s for s in catalogue.values() if s.name == wanted), None)
-    if spec is None:
-        fail(f"unknown rule {code!r} (see `offlint rules`)")
-    assert spec is not None
-    click.echo(spec.markdown(), nl=False)
+    if show_all:
+        specs = list(catalogue.values())
+    else:
+        assert code is not None
+        wanted = code.strip()
+        spec = catalogue.get(wanted.upper()) or next((s for s in catalogue.values() if s.name == wanted), None)
+        if spec is None:
+            import difflib
+
+            close = difflib.get_close_matches(wanted.upper(), sorted(catalogue), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            fail(f"unknown rule {code!r} (see `offlint rules`{hint})")
+        assert spec is not None
+        specs = [spec]
+    if output_format == "json":
+        rows = [rule_json(spec) for spec in specs]
+        click.echo(json.dumps(rows if show_all else rows[0], indent=2))
+        return
+    click.echo("\n".join(spec.markdown() for spec in specs), nl=False)
 
 
 @click.command("rules")

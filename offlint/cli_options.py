@@ -25,7 +25,7 @@ def discovery_options(command: F) -> F:
     return click.option(
         "--force-exclude/--no-force-exclude",
         default=None,
-        help="Apply `exclude` to files named on the command line too (default: on; config force-exclude).",
+        help="Apply `exclude` to files named on the command line too (default: off, as in ruff; config force-exclude; the pre-commit hooks pass it).",
     )(command)
 
 
@@ -55,6 +55,16 @@ def config_options(command: F) -> F:
                 help="Globs to leave out on top of the config's (comma-separated; repeatable).",
             ),
             click.option(
+                "--fixable",
+                multiple=True,
+                help="Rule codes or prefixes whose fixes may be applied, replacing the config's `fixable` (comma-separated).",
+            ),
+            click.option(
+                "--unfixable",
+                multiple=True,
+                help="Rule codes or prefixes whose fixes are never applied, replacing the config's `unfixable`.",
+            ),
+            click.option(
                 "--per-file-ignores",
                 multiple=True,
                 metavar="GLOB:CODES",
@@ -79,6 +89,8 @@ def command_line_config(
     per_file_ignores: tuple[str, ...],
     respect_gitignore: bool | None,
     force_exclude: bool | None,
+    fixable: tuple[str, ...] = (),
+    unfixable: tuple[str, ...] = (),
 ) -> tuple[Path | None, DiscoveryOverrides]:
     """The config file named by `--config` (None: discovery), and the overrides of every config.
     A `--config` value is a file when one of that name exists or it has no `=` (as ruff decides).
@@ -103,6 +115,10 @@ def command_line_config(
         settings["exclude"] = _split(exclude)
     if per_file_ignores:
         settings["per-file-ignores"] = parse_per_file_ignores(per_file_ignores)
+    if fixable:
+        settings["fixable"] = _split(fixable)
+    if unfixable:
+        settings["unfixable"] = _split(unfixable)
     overrides = DiscoveryOverrides(
         respect_gitignore=respect_gitignore,
         force_exclude=force_exclude,

@@ -42,6 +42,10 @@ KNOWN_KEYS = frozenset(
         "min-confidence",
         "probe",
         "fix",
+        "docs-url",
+        "fixable",
+        "unfixable",
+        "extend",
     }
 )
 # keys that once existed: a config still holding one gets an error saying what to do instead
@@ -66,12 +70,18 @@ class Config:
     exclude: tuple[str, ...] = ()
     # skip what git ignores (.gitignore files, .git/info/exclude) while walking folders
     respect_gitignore: bool = True
-    # `exclude` also applies to files named on the command line (what pre-commit passes)
-    force_exclude: bool = True
+    # `exclude` also applies to files named on the command line (off by default, as in ruff: a
+    # file named on purpose is checked; the pre-commit hooks pass `--force-exclude`)
+    force_exclude: bool = False
     capture_reachable: tuple[str, ...] = ()
     min_confidence: str | None = None  # "high" | "medium" | "low"
     probe: dict[str, Any] = field(default_factory=dict)
     fix: dict[str, Any] = field(default_factory=dict)
+    # where rule links point (`links.py`); None: the docs installed with offlint
+    docs_url: str | None = None
+    # ruff's `fixable` / `unfixable`: which codes' fixes `check --fix` applies (None: all)
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
     # the table as written (command-line overrides are merged into it), and the line of each
     # selection key in `source`, for errors found only when the selection is resolved
     table: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -269,6 +279,9 @@ def parse_config(
         aliases = {"gpus": "gpu"}
         unknown = {key: raw for raw, key in spelt.items() if aliases.get(key, key) not in probe_keys}
         check.unknown({raw: None for raw in unknown.values()}, probe_keys, ("probe",), "[tool.offlint.probe]")
+    docs_url = table.get("docs-url")
+    if docs_url is not None and not (isinstance(docs_url, str) and re.match(r"^(https?|file)://\S+$", docs_url)):
+        raise check.error(("docs-url",), "[tool.offlint] docs-url must be an http(s):// or file:// URL")
     lines = check.lines
     key_lines: dict[str, int] = {
         key: line
@@ -287,11 +300,14 @@ def parse_config(
         exclude=check.string_list("exclude", table.get("exclude", []))
         + check.string_list("extend-exclude", table.get("extend-exclude", [])),
         respect_gitignore=check.boolean(table, "respect-gitignore", True),
-        force_exclude=check.boolean(table, "force-exclude", True),
+        force_exclude=check.boolean(table, "force-exclude", False),
         capture_reachable=check.string_list("capture-reachable", table.get("capture-reachable", [])),
         min_confidence=floor,
         probe=probe,
         fix=fix,
+        docs_url=docs_url,
+        fixable=check.selectors("fixable", table["fixable"]) if "fixable" in table else None,
+        unfixable=check.selectors("unfixable", table.get("unfixable", [])),
     )
 
 
@@ -321,8 +337,27 @@ def _read_config_text(path: Path) -> str:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
 
 
-def load_config_file(path: Path) -> Config:
-    """Read `[tool.offlint]` from a pyproject.toml (or a bare offlint.toml / .offlint.toml)."""
+# keys whose lists an extending file adds to those of the file it extends (as ruff's `extend-*`)
+_EXTENDED_LISTS = ("extend-select", "extend-exclude")
+MAX_EXTEND_DEPTH = 16
+
+
+def _extended_table(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """`own` over `base` (ruff's `extend`): a key of `own` replaces the base's, a table (`fix`,
+    `probe`, `per-file-ignores`) is merged key by key, and the `extend-*` lists add up."""
+    merged = _merge(base, own)
+    for key in _EXTENDED_LISTS:
+        if key in base and key in own and isinstance(base[key], list) and isinstance(own[key], list):
+            merged[key] = [*base[key], *own[key]]
+    merged.pop("extend", None)
+    return merged
+
+
+def load_config_file(path: Path, _extending: tuple[Path, ...] = ()) -> Config:
+    """Read `[tool.offlint]` from a pyproject.toml (or a bare offlint.toml / .offlint.toml).
+
+    `extend = "../pyproject.toml"` (ruff's, for monorepos) names a config file, relative to this
+    one, whose settings this file's override; globs stay relative to the extending file's folder."""
     text = _read_config_text(path)
     data = parse_toml(text, path)
     tool = data.get("tool")
@@ -335,6 +370,23 @@ def load_config_file(path: Path) -> Config:
         table, prefix = data, ()
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.offlint] must be a table")
+    if "extend" in table:
+        lines = KeyLines(text, prefix)
+        line = lines.line_of("extend")
+        where = f"{path}:{line}" if line else str(path)
+        target = table["extend"]
+        if not isinstance(target, str) or not target.strip():
+            raise ConfigError(f"{where}: [tool.offlint] extend must be the path of a config file")
+        base_path = (path.parent / os.path.expanduser(target)).resolve()
+        chain = (*_extending, path.resolve())
+        if base_path in chain:
+            raise ConfigError(f"{where}: [tool.offlint] extend = {target!r} makes a cycle ({' -> '.join(map(str, (*chain, base_path)))})")
+        if len(chain) > MAX_EXTEND_DEPTH:
+            raise ConfigError(f"{where}: [tool.offlint] extend: more than {MAX_EXTEND_DEPTH} files extend each other")
+        if not base_path.is_file():
+            raise ConfigError(f"{where}: [tool.offlint] extend = {target!r}: no such file ({base_path})")
+        base = load_config_file(base_path, chain)
+        table = _extended_table(base.table, table)
     return parse_config(table, path.resolve(), text, prefix)
 
 
@@ -542,6 +594,13 @@ def expand_selectors(selectors: Iterable[str], codes: Sequence[str], where: str)
             raise ConfigError(f"{where}: {raw!r} matches no rule (see `offlint rules`)")
         chosen.update(matched)
     return chosen
+
+
+def unfixable_codes(config: Config, all_codes: Sequence[str]) -> frozenset[str]:
+    """The codes whose fixes `check --fix` must not apply (nor mark `[*]`): those outside
+    `fixable` (when set) and those in `unfixable`, as ruff's settings say."""
+    fixable = set(all_codes) if config.fixable is None else expand_selectors(config.fixable, all_codes, config.where("fixable"))
+    return frozenset((set(all_codes) - fixable) | expand_selectors(config.unfixable, all_codes, config.where("unfixable")))
 
 
 def resolve_selection(

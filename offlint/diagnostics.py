@@ -145,10 +145,14 @@ class FileError:
     message: str
     line: int | None = None
     cell: int | None = None  # the notebook cell `line` counts in; None in a .py
+    column: int | None = None  # 1-based, where known (a syntax error's)
 
     def one_line(self) -> str:
+        """`path:line:col: kind: message` (`path:line:`, `path:` where less is known)."""
         cell = f"cell {self.cell}:" if self.cell is not None else ""
         where = f"{self.path}:{cell}{self.line}" if self.line else self.path
+        if self.line and self.column:
+            where += f":{self.column}"
         return f"{where}: {self.kind.value}: {self.message}"
 
 
@@ -176,6 +180,8 @@ class RunReport:
     errors: list[FileError] = field(default_factory=list)  # errors not tied to one analysed file
     timings: dict[str, float] = field(default_factory=dict)
     unread: int = 0  # cached files the stat index knew unchanged: neither read nor hashed
+    # files named on the command line that `exclude` left out (--force-exclude), as displayed
+    excluded: list[str] = field(default_factory=list)
 
     @property
     def hidden(self) -> int:

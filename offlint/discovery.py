@@ -4,9 +4,9 @@ Shared by `check` and `fix`. Folders are walked without following links (no syml
 skipping VCS and build folders, virtual environments, the configured `exclude` globs and what git
 ignores (git's own rules, matched with `pathspec`: every `.gitignore` from the repository root
 down, and `.git/info/exclude`; `respect-gitignore = false` or `--no-respect-gitignore` turns that
-off). A file named on the command line is skipped when `exclude` matches it, as ruff's
-`--force-exclude` does (pre-commit names every staged file; `force-exclude = false` or
-`--no-force-exclude` takes named files as given); git's ignore rules never drop a named file (git
+off). A file named on the command line is checked as given unless `--force-exclude` (or
+`force-exclude = true`) is on, which skips it when `exclude` matches it, as ruff's does
+(pre-commit names every staged file: the hooks pass the flag); git's ignore rules never drop a named file (git
 keeps tracking a file that a later `.gitignore` matches). A folder named on the command line is
 walked even when it is excluded or ignored itself: naming it says it is wanted.
 """

@@ -10,6 +10,8 @@ Grammar (also in README.md):
     # noqa: OFL101                      ruff/flake8 style, trailing only; bare `# noqa` = all
     # offlint: file-ignore[OFL105]      anywhere on its own line: covers the whole file
     # offlint: file-ignore              the whole file, every code
+    # offlint: noqa                     the whole file, every code (ruff's `# ruff: noqa`)
+    # offlint: noqa: OFL105             the whole file, those codes
 
 Codes may be prefixes (`OFL1` covers OFL101-OFL107). Comments are found with `tokenize`, so a
 `#` inside a string never counts.
@@ -31,6 +33,8 @@ _DIRECTIVE = re.compile(
 )
 # every directive holds one of these words (in a comment); a file without them has none
 _ANY_DIRECTIVE = re.compile(r"offlint\s*:|noqa", re.IGNORECASE)
+# ruff's file-level exemption (its `noqa` after `ruff:`), in offlint's name
+_FILE_NOQA = re.compile(r"#\s*offlint:\s*noqa\b(?::\s*(?P<codes>[A-Z]+\d*(?:[\s,]+[A-Z]+\d*)*))?", re.IGNORECASE)
 _NOQA = re.compile(r"#\s*noqa\b(?::\s*(?P<codes>[A-Z]+\d+(?:[\s,]+[A-Z]+\d+)*))?", re.IGNORECASE)
 
 
@@ -103,6 +107,11 @@ def directives(source: str) -> list[Directive]:
                 else:
                     scope = "next" if own_line else "line"
                     found.append(Directive(line, column, codes, scope, "offlint", token.string))
+                continue
+            file_noqa = _FILE_NOQA.search(token.string)
+            if file_noqa is not None:
+                codes = _codes(file_noqa.group("codes"))
+                found.append(Directive(line, column, codes, "file", "offlint", token.string))
                 continue
             noqa = _NOQA.search(token.string)
             if noqa is not None and not own_line:

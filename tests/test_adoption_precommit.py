@@ -80,7 +80,7 @@ def test_the_manifest_is_valid_for_pre_commit() -> None:
     assert [hook["id"] for hook in loaded] == ["offlint", "offlint-fix"]
     found = hooks()
     assert found["offlint"]["entry"] == "offlint check --force-exclude"
-    assert found["offlint-fix"]["entry"] == "offlint fix --apply"
+    assert found["offlint-fix"]["entry"] == "offlint fix --apply --force-exclude"
     for hook in found.values():
         assert (hook["language"], hook["require_serial"]) == ("python", True)
     # check reads notebooks too (cell by cell); fix leaves them alone, so its hook is not given them
@@ -149,7 +149,7 @@ def test_pre_commit_installs_the_hooks_from_the_repository(work_tree: Path, tmp_
     clones), its hooks installed by pre-commit with pip."""
     source = tmp_path / "offlint-src"
     source.mkdir()
-    for name in ("offlint", "rules", "fixtures"):
+    for name in ("offlint", "rules", "fixtures", "docs"):
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"):
         shutil.copy2(REPO / name, source / name)

@@ -84,7 +84,7 @@ def _project(root: Path) -> Path:
 
 def _check(root: Path, *args: str) -> list[tuple[str, int, str, str, str]]:
     done = subprocess.run(
-        [sys.executable, "-m", "offlint", "check", "pkg", "--output-format", "json", *args],
+        [sys.executable, "-m", "offlint", "check", "pkg", "--output-format", "offlint-json", *args],
         cwd=root,
         capture_output=True,
         text=True,

@@ -32,6 +32,7 @@ else:  # pragma: no cover
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTS = {name: (REPO / name).read_text(encoding="utf-8") for name in ("README.md", "docs/ci.md")}
 URL = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]["Repository"]
+VERSION = re.search(r'__version__ = "([^"]+)"', (REPO / "offlint" / "__init__.py").read_text()).group(1)  # type: ignore[union-attr]
 BIN = Path(sys.executable).parent
 HOST_SYNC = (
     "import torch\n\n\ndef step(x):\n    torch.cuda.synchronize()\n    return x\n\n\n"
@@ -81,7 +82,8 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     source = tmp_path_factory.mktemp("offlint-src")
     for name in ("offlint", "rules", "fixtures"):
         shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml"):
+    shutil.copytree(REPO / "docs", source / "docs", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE", ".pre-commit-hooks.yaml"):
         shutil.copy2(REPO / name, source / name)
     git(source, "init", "-q")
     git(source, "add", "-A")
@@ -89,11 +91,30 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return source, git(source, "rev-parse", "HEAD")
 
 
-def as_written(text: str, snapshot: tuple[Path, str]) -> str:
-    """The reader's substitutions: the repository and the commit."""
+def as_written(text: str, snapshot: tuple[Path, str], wheel: Path | None = None) -> str:
+    """The reader's substitutions: the repository and the commit; and the release, which a test
+    installs from a wheel built from the checkout (what `python -m build` makes for the index)."""
     source, commit = snapshot
     assert "COMMIT" in text or URL not in text, "a recipe that names the repository pins a commit"
-    return text.replace(URL, source.as_uri()).replace("COMMIT", commit)
+    text = text.replace(URL, source.as_uri()).replace("COMMIT", commit)
+    if wheel is not None:
+        released = re.compile(r"offlint(\[[a-z]+\])?==" + re.escape(VERSION))
+        text = released.sub(lambda m: f"offlint{m.group(1) or ''} @ {wheel.as_uri()}", text)
+    return text
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory, snapshot: tuple[Path, str]) -> Path:
+    """The release's wheel, built from the snapshot (the build backend comes from the registry)."""
+    out = tmp_path_factory.mktemp("wheel")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(snapshot[0])],
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    offline_skip(done.stdout + done.stderr)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (built,) = out.glob(f"offlint-{VERSION}-*.whl")
+    return built
 
 
 @pytest.fixture
@@ -124,7 +145,7 @@ def test_no_recipe_pins_a_tag() -> None:
 
 
 @pytest.mark.parametrize(
-    "recipe", [pytest.param(text, id=name) for name, text in PRE_COMMIT if "repo: local" in text]
+    "recipe", [pytest.param(text, id=name) for name, text in PRE_COMMIT if "language: system" in text]
 )
 def test_local_pre_commit_recipe_reports_the_hazard(recipe: str, project: Path, tmp_path: Path) -> None:
     """`repo: local` with `language: system`: the `offlint` on PATH (this environment's) runs."""
@@ -147,6 +168,34 @@ def test_local_pre_commit_recipe_reports_the_hazard(recipe: str, project: Path, 
 
 
 @pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "recipe", [pytest.param(text, id=name) for name, text in PRE_COMMIT if "additional_dependencies" in text]
+)
+def test_pre_commit_recipe_installs_the_release(
+    recipe: str, project: Path, tmp_path: Path, snapshot: tuple[Path, str], wheel: Path
+) -> None:
+    """`repo: local`, `language: python`, `additional_dependencies: ["offlint==X"]`: pre-commit
+    installs the release (here: its wheel) into the hook's environment."""
+    assert f'"offlint=={VERSION}"' in recipe
+    _pre_commit_installs_and_reports(as_written(recipe, snapshot, wheel), project, tmp_path)
+
+
+def _pre_commit_installs_and_reports(config: str, project: Path, tmp_path: Path) -> None:
+    """pre-commit, with no offlint on PATH, installs the hook from `config` and reports the hazard."""
+    (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    git(project, "add", "-A")
+    env = clean_env(PRE_COMMIT_HOME=str(tmp_path / "home"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+        cwd=project, capture_output=True, text=True, timeout=900, env=env, check=False,
+    )
+    offline_skip(done.stdout + done.stderr)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert FINDING in done.stdout, done.stdout
+
+
+@pytest.mark.network
 @pytest.mark.parametrize(
     "recipe", [pytest.param(text, id=name) for name, text in PRE_COMMIT if "repo: local" not in text]
 )
@@ -155,16 +204,7 @@ def test_pre_commit_recipe_installs_offlint_at_a_commit(
 ) -> None:
     """`repo:` + `rev: COMMIT`: pre-commit clones the repository at that commit and installs the
     hook with pip, as a user's pre-commit does (no offlint on PATH)."""
-    (project / ".pre-commit-config.yaml").write_text(as_written(recipe, snapshot), encoding="utf-8")
-    git(project, "add", "-A")
-    env = clean_env(PRE_COMMIT_HOME=str(tmp_path / "home"))
-    done = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
-        cwd=project, capture_output=True, text=True, timeout=600, env=env, check=False,
-    )
-    offline_skip(done.stdout + done.stderr)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert FINDING in done.stdout, done.stdout
+    _pre_commit_installs_and_reports(as_written(recipe, snapshot), project, tmp_path)
 
 
 # ---------------------------------------------------------------- GitHub Actions
@@ -182,7 +222,9 @@ def test_readme_and_docs_run_the_same_check_job() -> None:
 
 @pytest.mark.network
 @pytest.mark.slow
-def test_workflow_check_job_runs_in_a_clean_venv(project: Path, tmp_path: Path, snapshot: tuple[Path, str]) -> None:
+def test_workflow_check_job_runs_in_a_clean_venv(
+    project: Path, tmp_path: Path, snapshot: tuple[Path, str], wheel: Path
+) -> None:
     """The check job's `run:` lines in order, in a new virtual environment with a current pip (what
     setup-python gives), from the root of the user's checkout. `check` exits 1 on the finding; the
     SARIF file the upload step reads holds it."""
@@ -197,7 +239,7 @@ def test_workflow_check_job_runs_in_a_clean_venv(project: Path, tmp_path: Path, 
     offline_skip(upgrade.stdout + upgrade.stderr)
     (command_install, command_check) = check_job_runs(WORKFLOWS[0][1])
     install = subprocess.run(
-        ["bash", "-c", as_written(command_install, snapshot)],
+        ["bash", "-c", as_written(command_install, snapshot, wheel)],
         cwd=project, capture_output=True, text=True, timeout=900, env=env, check=False,
     )
     offline_skip(install.stdout + install.stderr)

@@ -58,7 +58,7 @@ def _check(tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
     runner = CliRunner()
     return runner.invoke(
         main,
-        ["check", "--no-cache", "--output-format", "json", "--min-confidence", "low", *args, str(tmp_path)],
+        ["check", "--no-cache", "--output-format", "offlint-json", "--min-confidence", "low", *args, str(tmp_path)],
         catch_exceptions=False,
     )
 
@@ -81,7 +81,7 @@ def test_unsafe_fixes_opt_in_fixes_everything_and_the_run_is_clean(tmp_path: Pat
     result = _check(tmp_path, "--fix", "--unsafe-fixes", "--show-fixes")
     assert "pin_memory=True" in pageable.read_text(encoding="utf-8")
     assert "consumer_stream" in record.read_text(encoding="utf-8")
-    assert "OFL106 [unsafe]" in result.stderr and "OFL204 [safe]" in result.stderr
+    assert "OFL106 (14:16) [unsafe]" in result.stderr and "OFL204 (9:13) [safe]" in result.stderr
     assert _codes(result.stdout) == []
     assert result.exit_code == 0
     # a second run has nothing left to do
@@ -107,14 +107,14 @@ def test_flag_combinations_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_fix_applies_exclude_to_named_files_unless_told_not_to(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """As check: `exclude` covers files named on the command line (pre-commit names them all);
-    `--no-force-exclude` takes them as given (what `make demo` does with the repo's fixtures)."""
+    """As check: `exclude` covers files named on the command line with `--force-exclude` (the
+    pre-commit hooks pass it); without it they are taken as given (what `make demo` does)."""
     (tmp_path / "pyproject.toml").write_text('[tool.offlint]\nexclude = ["fixtures/**"]\n', encoding="utf-8")
     (tmp_path / "fixtures").mkdir()
     (tmp_path / "fixtures" / "record.py").write_text(RECORD, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    excluded = runner.invoke(main, ["fix", "fixtures/record.py"], catch_exceptions=False)
+    excluded = runner.invoke(main, ["fix", "--force-exclude", "fixtures/record.py"], catch_exceptions=False)
     assert excluded.exit_code == 0 and "consumer_stream" not in excluded.stdout
-    named = runner.invoke(main, ["fix", "--no-force-exclude", "fixtures/record.py"], catch_exceptions=False)
+    named = runner.invoke(main, ["fix", "fixtures/record.py"], catch_exceptions=False)
     assert named.exit_code == 1 and "+    consumer_stream = tc.current_stream()" in named.stdout

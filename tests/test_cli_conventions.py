@@ -169,7 +169,7 @@ def test_a_broken_notebook_is_one_error_line(tmp_path: Path, monkeypatch: pytest
 
 def test_a_syntax_error_in_a_cell_names_the_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     notebook(tmp_path / "nb.ipynb", code_cell("import torch\n"), code_cell("x = 1\n" + BROKEN))
-    code, out, _ = check(tmp_path, monkeypatch, "--output-format", "json")
+    code, out, _ = check(tmp_path, monkeypatch, "--output-format", "offlint-json")
     assert code == 2
     (error,) = json.loads(out)["errors"]
     assert error["kind"] == "syntax-error" and error["cell"] == 2
@@ -188,7 +188,7 @@ def test_fix_leaves_a_notebook_unchanged_with_one_note(tmp_path: Path, monkeypat
 
 def test_a_notebook_finding_offers_no_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hazard_notebook(tmp_path / "nb.ipynb")
-    _, out, _ = check(tmp_path, monkeypatch, "--output-format", "json", "--min-confidence", "low")
+    _, out, _ = check(tmp_path, monkeypatch, "--output-format", "offlint-json", "--min-confidence", "low")
     assert all(d["fix"] is None for d in json.loads(out)["diagnostics"])
 
 
@@ -220,7 +220,7 @@ def test_github_paths_without_git_start_at_the_project_root(tmp_path: Path, monk
 def test_json_lines_is_one_json_diagnostic_per_line(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(repo / "python" / "pkg" / "b.py", ITEM)
     _, out, _ = check(repo / "python", monkeypatch, "--output-format", "json-lines")
-    _, whole, _ = check(repo / "python", monkeypatch, "--output-format", "json")
+    _, whole, _ = check(repo / "python", monkeypatch, "--output-format", "offlint-json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines == json.loads(whole)["diagnostics"]
     assert [d["code"] for d in lines] == ["OFL105", "OFL105"]

@@ -50,31 +50,38 @@ def repo(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------- force-exclude
 
 
-def test_named_excluded_files_are_skipped_by_default(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_named_excluded_files_are_checked_unless_force_exclude(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(repo / "gen" / "bad.py", HOST_SYNC)
     write(repo / "pkg" / "api_pb2.py", HOST_SYNC)
     write(repo / "pkg" / "bad.py", HOST_SYNC)
-    # what pre-commit runs: every staged file named
-    code, out, _ = run(repo, monkeypatch, "--output-format", "concise", "gen/bad.py", "pkg/api_pb2.py", "pkg/bad.py")
+    # what the pre-commit hook runs: every staged file named, with --force-exclude
+    code, out, _ = run(
+        repo, monkeypatch, "--output-format", "concise", "--force-exclude", "gen/bad.py", "pkg/api_pb2.py", "pkg/bad.py"
+    )
     assert code == 1
     assert [line.split(":")[0] for line in out.splitlines()] == ["pkg/bad.py"]
-    # --no-force-exclude (or force-exclude = false) takes named files as given
-    code, out, _ = run(
-        repo, monkeypatch, "--output-format", "concise", "--no-force-exclude", "gen/bad.py", "pkg/api_pb2.py"
-    )
+    # by default (as in ruff) a file named on the command line is checked as given
+    code, out, _ = run(repo, monkeypatch, "--output-format", "concise", "gen/bad.py", "pkg/api_pb2.py")
     assert (code, sorted({line.split(":")[0] for line in out.splitlines()})) == (1, ["gen/bad.py", "pkg/api_pb2.py"])
-    write(repo / "pyproject.toml", '[tool.offlint]\nexclude = ["gen"]\nforce-exclude = false\n')
-    assert shown(repo, monkeypatch, "gen/bad.py") == ["gen/bad.py"]
-    assert shown(repo, monkeypatch, "--force-exclude", "gen/bad.py") == []
+    write(repo / "pyproject.toml", '[tool.offlint]\nexclude = ["gen"]\nforce-exclude = true\n')
+    assert shown(repo, monkeypatch, "gen/bad.py") == []
+    assert shown(repo, monkeypatch, "--no-force-exclude", "gen/bad.py") == ["gen/bad.py"]
 
 
-def test_only_excluded_files_named_is_a_clean_run_with_a_warning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_excluded_files_named_never_says_all_checks_passed(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pre-commit with only excluded files staged: exit 0 (as ruff), but the run says that it
+    checked nothing and what excluded the files, never "All checks passed!"."""
     write(repo / "gen" / "bad.py", HOST_SYNC)
-    code, out, err = run(repo, monkeypatch, "gen/bad.py")
+    code, out, err = run(repo, monkeypatch, "--force-exclude", "gen/bad.py")
     assert (code, out) == (0, "")
-    assert err == "All checks passed!\nofflint: warning: no Python files found under the given paths\n"
-    code, _, err = run(repo, monkeypatch, "-v", "gen/bad.py")
-    assert "offlint: skipped gen/bad.py: excluded by configuration (--no-force-exclude checks it)" in err
+    assert "All checks passed" not in err
+    assert err.splitlines() == [
+        "No files were checked.",
+        "offlint: warning: every file named was excluded by the configuration's `exclude` with --force-exclude "
+        "(1 file: gen/bad.py); without --force-exclude they are checked",
+    ]
+    code, _, err = run(repo, monkeypatch, "-v", "--force-exclude", "gen/bad.py")
+    assert "offlint: skipped gen/bad.py: excluded by configuration (--force-exclude; without it, it is checked)" in err
 
 
 def test_a_named_excluded_folder_is_still_walked(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +160,7 @@ def test_fix_honours_force_exclude_too(repo: Path, monkeypatch: pytest.MonkeyPat
     )
     write(repo / "gen" / "r.py", source)
     monkeypatch.chdir(repo)
-    result = CliRunner().invoke(main, ["fix", "--no-color", "gen/r.py"])
+    result = CliRunner().invoke(main, ["fix", "--no-color", "--force-exclude", "gen/r.py"])
     assert (result.exit_code, result.stdout) == (0, "")
 
 

@@ -130,11 +130,11 @@ def test_quiet_still_reports_files_that_could_not_be_checked(project: Path) -> N
 
 
 def test_verbose_says_which_config_applies_and_how_long(project: Path) -> None:
-    result = invoke("check", "--no-cache", "-v", "pkg", "gen/made.py")
+    result = invoke("check", "--no-cache", "-v", "--force-exclude", "pkg", "gen/made.py")
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
     assert f"offlint: config {(project / 'pyproject.toml').resolve()}: 2 files" in lines
-    assert "offlint: skipped gen/made.py: excluded by configuration (--no-force-exclude checks it)" in lines
+    assert "offlint: skipped gen/made.py: excluded by configuration (--force-exclude; without it, it is checked)" in lines
     assert re.fullmatch(
         r"offlint: 2 files checked in \d+\.\d\d s: 1 analysed; 1 without possible hazards \(not parsed\)", lines[-1]
     )
@@ -151,8 +151,10 @@ def test_quiet_and_verbose_conflict(project: Path) -> None:
 def test_show_files_lists_what_a_check_reads(project: Path) -> None:
     result = invoke("check", "--show-files")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "pkg/bad.py\npkg/clean.py\n", "")
-    result = invoke("check", "--show-files", "gen/made.py", "pkg/clean.py")
-    assert result.stdout == "pkg/clean.py\n"  # force-exclude
+    result = invoke("check", "--show-files", "--force-exclude", "gen/made.py", "pkg/clean.py")
+    assert result.stdout == "pkg/clean.py\n"
+    named = invoke("check", "--show-files", "gen/made.py", "pkg/clean.py")
+    assert named.stdout == "gen/made.py\npkg/clean.py\n"  # named files are checked, as in ruff
 
 
 def test_show_settings_resolves_config_and_command_line(project: Path) -> None:
@@ -170,7 +172,7 @@ def test_show_settings_resolves_config_and_command_line(project: Path) -> None:
     assert not any(code.startswith("OFL2") for code in selected)  # per-file-ignores for this path
     assert settings["min-confidence"] == "low"
     assert settings["capture-reachable"] == "step*"
-    assert (settings["force-exclude"], settings["respect-gitignore"]) == ("true", "true")
+    assert (settings["force-exclude"], settings["respect-gitignore"]) == ("false", "true")
     no_config = invoke("check", "--show-settings", "--no-respect-gitignore", "--config", "pyproject.toml")
     assert "respect-gitignore  false" in no_config.stdout
 

@@ -135,12 +135,16 @@ def test_workflow_probes_on_a_self_hosted_gpu_runner() -> None:
     assert any("offlint[probe]" in line for line in run_lines(probe))
 
 
-def test_workflows_install_from_the_repository_at_a_commit() -> None:
+def test_workflows_install_the_release_with_the_git_form_as_fallback() -> None:
+    import offlint
+
     url = PYPROJECT["project"]["urls"]["Repository"]
     for text in snippets("# .github/workflows/offlint.yml"):
         for job in yaml.safe_load(text)["jobs"].values():
             installs = [line for line in run_lines(job) if line.startswith("pip install")]
-            assert installs and all(f"git+{url}@COMMIT" in line for line in installs), installs
+            assert installs and all(f"=={offlint.__version__}\"" in line for line in installs), installs
+        # the fallback, where no release is on the reader's index: the repository at a commit
+        assert f"git+{url}@COMMIT" in text
 
 
 def test_the_workflow_check_step_writes_valid_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

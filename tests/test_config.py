@@ -121,7 +121,7 @@ def test_empty_table_gives_defaults() -> None:
     assert config.select is None
     assert (config.ignore, config.extend_select, config.per_file_ignores) == ((), (), ())
     assert (config.exclude, config.capture_reachable) == ((), ())
-    assert (config.respect_gitignore, config.force_exclude) == (True, True)
+    assert (config.respect_gitignore, config.force_exclude) == (True, False)
 
 
 def test_target_torch_was_removed_with_a_reason() -> None:
@@ -360,11 +360,11 @@ def test_cli_exclude(project: Path, pattern: str, monkeypatch: pytest.MonkeyPatc
     assert "pkg/gen/host_sync.py" not in paths
     assert "pkg/offloader.py" in paths
     assert code == 1
-    # a file named on the command line is excluded too (force-exclude, the default: what
-    # pre-commit passes), unless --no-force-exclude
-    code, out, _ = check(project, "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
+    # a file named on the command line is excluded only with --force-exclude (what the
+    # pre-commit hooks pass); by default, as in ruff, it is checked as given
+    code, out, _ = check(project, "--force-exclude", "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
     assert (code, findings(out)) == (0, [])
-    _, out, _ = check(project, "--no-force-exclude", "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
+    _, out, _ = check(project, "pkg/gen/host_sync.py", monkeypatch=monkeypatch)
     assert findings(out) == [
         ("pkg/gen/host_sync.py", 5, "OFL105"),
         ("pkg/gen/host_sync.py", 6, "OFL105"),
@@ -379,7 +379,7 @@ def test_cli_extend_exclude(project: Path, monkeypatch: pytest.MonkeyPatch) -> N
     code, out, err = check(project, monkeypatch=monkeypatch)
     assert (code, out) == (0, "")
     # every file excluded: said, so an empty run is not mistaken for a clean one
-    assert err == "All checks passed!\nofflint: warning: no Python files found under the given paths\n"
+    assert err == "No files were checked.\nofflint: warning: no Python files found under the given paths\n"
 
 
 @pytest.mark.parametrize(

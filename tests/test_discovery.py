@@ -93,14 +93,12 @@ def test_configured_exclude_globs(tree: Path) -> None:
 
 
 def test_explicit_files_are_taken_unless_excluded(tree: Path) -> None:
-    # force-exclude (the default): `exclude` applies to named files too; skipped folders
-    # (`build`) and extensions are no exclusion of the user's
-    (tree / "pyproject.toml").write_text('[tool.offlint]\nexclude = ["gen"]\n', encoding="utf-8")
+    # force-exclude (off by default, as in ruff): `exclude` applies to named files too; skipped
+    # folders (`build`) and extensions are no exclusion of the user's
+    (tree / "pyproject.toml").write_text('[tool.offlint]\nexclude = ["gen"]\nforce-exclude = true\n', encoding="utf-8")
     touch(tree, "gen/a.py", "build/b.py", "tool")
     assert found(tree, "gen/a.py", "build/b.py", "tool") == (["build/b.py", "tool"], [])
-    (tree / "pyproject.toml").write_text(
-        '[tool.offlint]\nexclude = ["gen"]\nforce-exclude = false\n', encoding="utf-8"
-    )
+    (tree / "pyproject.toml").write_text('[tool.offlint]\nexclude = ["gen"]\n', encoding="utf-8")
     assert found(tree, "gen/a.py", "build/b.py", "tool") == (["build/b.py", "gen/a.py", "tool"], [])
 
 

@@ -53,7 +53,7 @@ def _key(finding: dict[str, object]) -> tuple[str, str]:
 
 def _check(target: str, floor: str) -> list[dict[str, object]]:
     result = CliRunner().invoke(
-        main, ["check", target, "--output-format", "json", "--no-cache", "-j", "1", "--min-confidence", floor]
+        main, ["check", target, "--output-format", "offlint-json", "--no-cache", "-j", "1", "--min-confidence", floor]
     )
     assert result.exit_code in (0, 1), result.output
     return list(json.loads(result.stdout)["diagnostics"])

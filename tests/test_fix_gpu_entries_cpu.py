@@ -170,7 +170,7 @@ def check_codes(path: Path) -> set[str]:
     """The codes `offlint check` reports on `path` at the default confidence floor (`path`
     outside the repository: its configuration excludes fixtures/ and tests/)."""
     result = CliRunner().invoke(
-        main, ["check", "--no-cache", "--no-color", "--output-format", "json", str(path)]
+        main, ["check", "--no-cache", "--no-color", "--output-format", "offlint-json", str(path)]
     )
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception

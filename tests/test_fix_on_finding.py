@@ -31,7 +31,7 @@ FIXED_IN_ONE_PASS = [
 
 def _check_json(*args: str) -> dict:  # type: ignore[type-arg]
     result = CliRunner().invoke(
-        main, ["check", "--no-cache", "--no-force-exclude", "--output-format", "json", *args]
+        main, ["check", "--no-cache", "--no-force-exclude", "--output-format", "offlint-json", *args]
     )
     assert result.exit_code in (0, 1), result.output
     return json.loads(result.stdout)

@@ -144,7 +144,7 @@ class BreakableCUDAGraphCapture:
 
 def _check_tree(root: Path) -> list[tuple[str, int, str]]:
     done = subprocess.run(
-        [sys.executable, "-m", "offlint", "check", "pkg", "--output-format", "json", "--exit-zero", *("--select", "OFL103")],
+        [sys.executable, "-m", "offlint", "check", "pkg", "--output-format", "offlint-json", "--exit-zero", *("--select", "OFL103")],
         cwd=root,
         capture_output=True,
         text=True,

@@ -297,7 +297,7 @@ def test_cli_exit_2_for_bad_targets_and_constructor_arguments(
 def test_no_gpu_is_exit_2_with_one_line() -> None:
     # --gpu 99: no machine has that many, so this holds on GPU machines too.
     completed = subprocess.run(
-        [sys.executable, "-m", "offlint.probing", "--gpu", "99", "--no-timing"],
+        [sys.executable, "-m", "offlint.probing", "--demo", "--gpu", "99", "--no-timing"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -315,7 +315,7 @@ def test_no_gpu_is_exit_2_with_one_line() -> None:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_default_gpu_missing_on_cpu_torch() -> None:
-    result = CliRunner().invoke(probe_command, [])
+    result = CliRunner().invoke(probe_command, ["--demo"])
     assert result.exit_code == 2
     assert "no CUDA device 0: 0 visible" in result.output
 

@@ -212,16 +212,16 @@ def test_output_format_and_file_work_as_in_check(
     recorded_probe: list[ProbeOptions], tmp_path: Path
 ) -> None:
     runner = CliRunner()
-    as_json = runner.invoke(probe_command, ["--output-format", "json"])
+    as_json = runner.invoke(probe_command, ["--demo", "--output-format", "json"])
     assert as_json.exit_code == 0 and json.loads(as_json.stdout)["schema"] == "offlint-probe/1"
-    old_flag = runner.invoke(probe_command, ["--json"])
+    old_flag = runner.invoke(probe_command, ["--demo", "--json"])
     assert json.loads(old_flag.stdout)["schema"] == "offlint-probe/1"
-    runner.invoke(probe_command, ["-o", str(tmp_path / "run.json")])
+    runner.invoke(probe_command, ["--demo", "-o", str(tmp_path / "run.json")])
     assert json.loads((tmp_path / "run.json").read_text())["exit_code"] == 0
-    text = runner.invoke(probe_command, ["--output-file", str(tmp_path / "run.txt")])
+    text = runner.invoke(probe_command, ["--demo", "--output-file", str(tmp_path / "run.txt")])
     assert "offlint probe: checks" in (tmp_path / "run.txt").read_text()
     assert "offlint probe: checks" not in text.stdout
-    legacy = runner.invoke(probe_command, ["--output", str(tmp_path / "old.json")])
+    legacy = runner.invoke(probe_command, ["--demo", "--output", str(tmp_path / "old.json")])
     assert "offlint probe: checks" in legacy.stdout  # the old flag kept its meaning
     assert json.loads((tmp_path / "old.json").read_text())["exit_code"] == 0
 
@@ -237,8 +237,40 @@ def test_entry_trace_and_compile_reach_the_probe(
     assert options.entry == "group-offload"
     assert options.trace_dir == str((tmp_path / "traces").resolve())
     assert options.compile is True and options.watch is False
-    CliRunner().invoke(probe_command, [])
+    CliRunner().invoke(probe_command, ["--demo"])
     assert recorded_probe[-1].compile is False  # opt-in: it costs seconds per scenario
+
+
+def test_no_target_named_anywhere_fails_with_how_to_name_one(
+    recorded_probe: list[ProbeOptions], tmp_path: Path
+) -> None:
+    """`offlint probe --gpu 0` (the CI recipe's command) in a project that names no model fails
+    before any GPU work, saying where to name it; the bundled fixtures run only by name."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n', encoding="utf-8")
+    result = CliRunner().invoke(probe_command, ["--gpu", "0"])
+    assert result.exit_code == 2 and recorded_probe == []
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("offlint probe: error: no model to probe:")
+    assert '[tool.offlint.probe] entry = "pkg.module:build"' in line and "--demo" in line
+    assert CliRunner().invoke(probe_command, ["--demo", "--gpu", "0"]).exit_code == 0
+    assert recorded_probe[-1].entry is None and recorded_probe[-1].target is None
+    both = CliRunner().invoke(probe_command, ["--demo", "--entry", "group-offload"])
+    assert both.exit_code == 2 and "--demo runs the bundled fixtures" in both.stderr
+
+
+def test_the_project_model_named_in_pyproject_is_what_ci_probes(
+    recorded_probe: list[ProbeOptions], tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.offlint.probe]\nentry = "mypkg.model:build"\ncapture-mode = "pieces"\n'
+        'batch-sizes = [8, 4]\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(probe_command, ["--gpu", "0"])
+    assert result.exit_code == 0, result.output
+    options = recorded_probe[-1]
+    assert options.entry == "mypkg.model:build" and options.capture_mode == "pieces"
+    assert options.model.batch_sizes == (8, 4) and options.batch_sizes_given
 
 
 def test_the_compile_line_says_what_it_means() -> None:
@@ -317,3 +349,23 @@ def test_races_goes_with_sanitize_and_reaches_the_sanitized_run(monkeypatch: pyt
         result = CliRunner().invoke(probe_command, [*flags, "--output-format", "json", "--", "python", "x.py"])
         assert result.exit_code == 0, result.output
         assert asked[-1] is expected
+
+
+def test_several_capture_modes_run_once_each(recorded_probe: list[ProbeOptions], tmp_path: Path) -> None:
+    """`capture-mode = ["whole", "pieces"]` under [tool.offlint.probe] (what CI reads): one run
+    per mode, the worst exit status; json holds each run under its mode."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.offlint.probe]\nentry = "mypkg.model:build"\ncapture-mode = ["whole", "pieces"]\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(probe_command, ["--gpu", "0", "--output-format", "json"])
+    assert result.exit_code == 0, result.output
+    assert [o.capture_mode for o in recorded_probe] == ["whole", "pieces"]
+    assert all(o.capture_modes == () and o.entry == "mypkg.model:build" for o in recorded_probe)
+    document = json.loads(result.stdout)
+    assert document["schema"] == "offlint-probe-modes/1" and document["capture_modes"] == ["whole", "pieces"]
+    assert [run["schema"] for run in document["runs"]] == ["offlint-probe/1"] * 2
+    text = CliRunner().invoke(probe_command, ["--capture-mode", "whole,segmented-vllm"])
+    assert "capture mode: segmented-vllm" in text.stdout and recorded_probe[-1].capture_mode == "segmented-vllm"
+    bad = CliRunner().invoke(probe_command, ["--capture-mode", "whole,halves"])
+    assert bad.exit_code == 2 and "halves" in bad.stderr

@@ -162,6 +162,7 @@ def test_bundled_run_from_the_command_line_matches_every_expectation(tmp_path: P
             sys.executable,
             "-m",
             "offlint.probing",
+            "--demo",
             "--layers",
             "8",
             "--hidden",

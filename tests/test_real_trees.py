@@ -36,7 +36,7 @@ def _tree(name: str) -> Path:
 def test_check_all_rules_over_a_real_tree(name: str, tmp_path: Path) -> None:
     tree = _tree(name)
     done = subprocess.run(
-        [sys.executable, "-m", "offlint", "check", "--select", "ALL", "--output-format", "json", "--no-cache", str(tree)],
+        [sys.executable, "-m", "offlint", "check", "--select", "ALL", "--output-format", "offlint-json", "--no-cache", str(tree)],
         cwd=tmp_path,
         capture_output=True,
         text=True,

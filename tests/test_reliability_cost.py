@@ -91,11 +91,11 @@ def test_over_the_analysis_budget_is_one_too_large_line(tmp_path: Path, monkeypa
 def test_over_the_fix_budget_findings_stand_without_a_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "big.py").write_text(table_module(0.05))
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "big.py"])
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "offlint-json", "big.py"])
     assert result.exit_code == 1
     assert any(d["fix"] is not None for d in json.loads(result.stdout)["diagnostics"])  # under the budget: fixable
     monkeypatch.setenv("OFFLINT_MAX_FIX_CHARS", "20000")
-    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "big.py"])
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "offlint-json", "big.py"])
     assert result.exit_code == 1
     found = json.loads(result.stdout)["diagnostics"]
     assert found and all(d["fix"] is None for d in found)

@@ -76,10 +76,10 @@ def test_broken_deep_files_are_one_syntax_line_and_never_reach_libcst(tmp_path: 
     assert code == 2, out
     assert "Traceback" not in out
     assert [line for line in out.splitlines() if line.startswith("chain.py")] == [
-        "chain.py:4: syntax-error: unexpected indent (column 2)"
+        "chain.py:4:2: syntax-error: unexpected indent"
     ]
     assert [line for line in out.splitlines() if line.startswith("subs.py")] == [
-        "subs.py:4: syntax-error: unexpected indent (column 2)"
+        "subs.py:4:2: syntax-error: unexpected indent"
     ]
     assert "good.py:" in out  # the others are still checked
 

@@ -43,7 +43,7 @@ def _run(cwd: Path, *args: str) -> tuple[int, bytes, bytes]:
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("output_format", ["concise", "full", "json", "sarif", "github"])
+@pytest.mark.parametrize("output_format", ["concise", "full", "json", "offlint-json", "sarif", "github", "grouped", "rdjson", "azure"])
 def test_every_format_is_valid_utf8_with_odd_file_names(odd_tree: Path, output_format: str) -> None:
     code, out, err = _run(odd_tree, "check", "--no-cache", "--output-format", output_format, ".")
     assert code == 1, err.decode(errors="replace")
@@ -52,7 +52,7 @@ def test_every_format_is_valid_utf8_with_odd_file_names(odd_tree: Path, output_f
     assert text
     if output_format == "concise":  # no name splits a line
         assert {re.sub(r":[0-9]+:[0-9]+: OFL[0-9]+ .*", "", line) for line in text.splitlines()} == SHOWN
-    if output_format == "json":
+    if output_format == "offlint-json":
         assert {d["filename"] for d in json.loads(text)["diagnostics"]} == SHOWN
     if output_format == "sarif":
         document = json.loads(text)

@@ -211,7 +211,7 @@ def test_full_keeps_markup_like_source_text_verbatim(root: Path) -> None:
 
 
 def test_json_fields(report: RunReport, root: Path) -> None:
-    document = json.loads(render(report, "json", root=root, color=False))
+    document = json.loads(render(report, "offlint-json", root=root, color=False))
     assert document["schema"] == "offlint-json/1"
     assert document["version"] == offlint.__version__
     assert [d["code"] for d in document["diagnostics"]] == ["OFL103", "OFL101", "OFL102"]
@@ -236,6 +236,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
             "kind": "missing-path",
             "message": "no such file or directory",
             "row": None,
+            "column": None,
             "cell": None,
         },
         {
@@ -243,6 +244,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
             "kind": "syntax-error",
             "message": "invalid syntax",
             "row": 4,
+            "column": None,
             "cell": None,
         },
     ]
@@ -250,7 +252,7 @@ def test_json_fields(report: RunReport, root: Path) -> None:
 
 
 def test_json_of_empty_report(root: Path) -> None:
-    document = json.loads(render(RunReport(), "json", root=root, color=False))
+    document = json.loads(render(RunReport(), "offlint-json", root=root, color=False))
     assert document["diagnostics"] == [] and document["errors"] == []
 
 
@@ -309,15 +311,15 @@ def test_sarif_document(report: RunReport, root: Path) -> None:
     driver = run["tool"]["driver"]
     assert driver["name"] == "offlint"
     assert driver["version"] == offlint.__version__
-    assert driver["informationUri"].startswith("https://")
+    assert driver["informationUri"].startswith(("https://", "file://"))
     assert [rule["id"] for rule in driver["rules"]] == ["OFL101", "OFL102", "OFL103"]
     first = driver["rules"][0]
     spec = CATALOGUE["OFL101"]
     assert first["name"] == "wait-on-uncaptured-event"
     assert first["shortDescription"]["text"] == spec.summary
-    assert first["fullDescription"]["text"] == "Checks for wait-on-uncaptured-event."
-    assert first["help"] == {"text": spec.markdown(), "markdown": spec.markdown()}
-    assert "## Why is this bad?" in first["help"]["markdown"]
+    assert first["help"]["text"] == "Documentation: `offlint rule OFL101`."
+    assert first["help"]["markdown"].startswith(f"# wait-on-uncaptured-event (OFL101)\n\n{spec.summary}\n")
+    assert first["help"]["markdown"].endswith("`offlint rule OFL101`.\n")
     assert first["properties"]["fixSafety"] == "unsafe"
     assert first["properties"]["prevents"] == spec.prevents
     assert first["defaultConfiguration"]["level"] == "error"
@@ -425,9 +427,15 @@ def test_sarif_from_the_shipped_catalogue(report: RunReport, root: Path) -> None
     log = json.loads(render(report, "sarif", root=root, color=False))
     check_sarif_structure(log)
     rules = log["runs"][0]["tool"]["driver"]["rules"]
+    fired = {d.code for d in report.diagnostics}
     for rule, spec in zip(rules, catalogue.values(), strict=False):
         assert rule["id"] == spec.code
-        assert rule["help"]["markdown"] == spec.markdown()
+        # the full help once per rule, and only for the rules that fired
+        if spec.code in fired:
+            assert f"offlint rule {spec.code}" in rule["help"]["markdown"]
+            assert "## Why is this bad?" in rule["help"]["markdown"]
+        else:
+            assert "help" not in rule and rule["helpUri"].endswith(f"/rules/{spec.code}.md")
 
 
 # --- github ----------------------------------------------------------------------------------
@@ -522,7 +530,9 @@ def test_summary_counts_and_run_errors(report: RunReport, root: Path) -> None:
 
 
 def test_summary_clean_and_singular(root: Path) -> None:
-    assert render_summary(RunReport()) == "All checks passed!\n"
+    # a run that checked no file never says "All checks passed!"
+    assert render_summary(RunReport()) == "No files were checked.\n"
+    assert render_summary(RunReport(files=[FileReport("a.py")])) == "All checks passed!\n"
     one = FileReport("a.py", [diagnostic("a.py", 1, 1, 2, "OFL103", "sync", "")])
     assert render_summary(RunReport(files=[one])) == "Found 1 error.\n"
     unchecked = RunReport(errors=[FileError("a.py", ErrorKind.UNREADABLE, "denied")])
@@ -538,7 +548,7 @@ def test_the_reachability_note_is_a_view_of_the_model(root: Path) -> None:
     report = RunReport(files=[FileReport(path="pkg/offload.py", diagnostics=[wait])])
     views = render_all(report, root)
     assert views["full"].splitlines()[-2:] == ["  = help: Skip the wait", f"  = note: {note}"]
-    assert json.loads(views["json"])["diagnostics"][0]["note"] == note
+    assert json.loads(views["offlint-json"])["diagnostics"][0]["note"] == note
     (result,) = json.loads(views["sarif"])["runs"][0]["results"]
     assert result["properties"]["note"] == note
     assert note not in views["concise"] and note not in views["github"]

@@ -20,11 +20,6 @@ from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 
 import pytest
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - older pythons
-    import tomli as tomllib
-
 from offlint.catalogue import load_catalogue
 from offlint.reporting import sarif as sarif_format
 
@@ -209,17 +204,34 @@ def test_outside_any_repository_the_working_folder_is_the_root(tmp_path: Path) -
     assert {a["uri"] for a in _artifact_locations(document)} == {"pkg/offload.py", "pkg/broken.py"}
 
 
-def test_every_rule_links_to_its_page_in_the_repository(repository: Path) -> None:
+def test_every_rule_links_to_its_page_and_the_page_exists(repository: Path) -> None:
+    """With no `docs-url`, links point at the docs installed with offlint: each one resolves."""
+    from urllib.parse import unquote, urlparse
+
     document = _sarif(repository, ".")
-    rules = document["runs"][0]["tool"]["driver"]["rules"]
+    driver = document["runs"][0]["tool"]["driver"]
+    rules = driver["rules"]
     catalogue = load_catalogue()
     assert [rule["id"] for rule in rules] == list(catalogue)
-    prefix = sarif_format.REPOSITORY_URL + "/blob/main/"
+    for uri in [driver["informationUri"], *(rule["helpUri"] for rule in rules)]:
+        parsed = urlparse(uri)
+        assert parsed.scheme == "file" and Path(unquote(parsed.path)).is_file(), uri
     for rule in rules:
-        assert rule["helpUri"] == f"{prefix}docs/rules/{rule['id']}.md"
-        page = REPO / rule["helpUri"].removeprefix(prefix)
-        assert page.is_file(), f"{rule['helpUri']} names no file of the repository"
+        page = Path(unquote(urlparse(rule["helpUri"]).path))
+        assert page.name == f"{rule['id']}.md"
         assert catalogue[rule["id"]].markdown() in page.read_text(encoding="utf-8")
+
+
+def test_a_docs_url_setting_moves_every_link(repository: Path) -> None:
+    (repository / "pyproject.toml").write_text(
+        '[tool.offlint]\ndocs-url = "https://docs.example.org/offlint/"\n', encoding="utf-8"
+    )
+    document = _sarif(repository, ".")
+    driver = document["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://docs.example.org/offlint/index.md"
+    assert {rule["helpUri"] for rule in driver["rules"]} == {
+        f"https://docs.example.org/offlint/rules/{code}.md" for code in load_catalogue()
+    }
 
 
 def test_the_rule_pages_match_the_catalogue() -> None:
@@ -241,7 +253,19 @@ def test_the_page_check_notices_an_edited_or_orphan_page(tmp_path: Path) -> None
     assert generator.stale_pages(tmp_path, pages) == ["OFL101.md", "OFL999.md"]
 
 
-def test_links_agree_with_the_package_metadata() -> None:
-    urls = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
-    assert urls["Repository"] == sarif_format.REPOSITORY_URL
-    assert sarif_format.INFORMATION_URI in urls.values()
+def test_sarif_embeds_help_only_for_the_rules_that_fired(tmp_path: Path) -> None:
+    """Two findings: each rule's metadata once, the full help of the fired rules only (help by
+    reference for the rest): at most 20 KB, as written."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "offload.py").write_bytes(FIXTURE.read_bytes())
+    done = subprocess.run(
+        [sys.executable, "-m", "offlint", "check", "--no-cache", "--output-format", "sarif", "."],
+        cwd=tmp_path, capture_output=True, timeout=300, check=False,
+    )
+    document = json.loads(done.stdout)
+    run = document["runs"][0]
+    fired = {result["ruleId"] for result in run["results"]}
+    assert len(run["results"]) == 2 and fired == {"OFL101", "OFL103"}
+    for rule in run["tool"]["driver"]["rules"]:
+        assert ("help" in rule) == (rule["id"] in fired)
+    assert len(done.stdout) <= 20_000, len(done.stdout)

@@ -60,7 +60,7 @@ except ImportError:  # pragma: no cover - an interpreter without the builtin mod
     from hashlib import blake2b
 
 CACHE_DIR_NAME = ".offlint_cache"
-FORMAT = 5
+FORMAT = 6
 MAX_AGE_DAYS = 30
 RACY_SECONDS = 2  # coarser than any timestamp tick of a local filesystem (FAT's is 2 s)
 MAX_FILE_BYTES = 512 * 1024 * 1024  # a results file larger than this is not ours: ignored
@@ -473,7 +473,7 @@ def _encode(report: FileReport) -> dict[str, Any]:
             for d in report.diagnostics
         ]
     if report.errors:
-        entry["e"] = [[e.kind.value, e.message, e.line, *([e.cell] if e.cell is not None else [])] for e in report.errors]
+        entry["e"] = [[e.kind.value, e.message, e.line, e.cell, e.column] for e in report.errors]
     if report.index:
         entry["i"] = [
             [q, c, r, [[t, inside, [list(pair) for pair in handed]] for t, inside, handed in edges]]
@@ -534,14 +534,15 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
         )
         for q, c, r, edges in entry.get("i", ())
     )
-    for kind, message, line, *cell in entry.get("e", ()):
+    for kind, message, line, cell, column in entry.get("e", ()):
         report.errors.append(
             FileError(
                 display,
                 ErrorKind(kind),
                 str(message),
                 None if line is None else int(line),
-                int(cell[0]) if cell else None,
+                None if cell is None else int(cell),
+                None if column is None else int(column),
             )
         )
     return report

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
 from offlint.analysis.guard import (
+    DEPTH_MESSAGES,
     analysis_budget,
     analysis_refusal,
     depth_problem,
@@ -184,7 +185,7 @@ def parse_error(path: str, exc: Exception) -> FileError:
 
     if isinstance(exc, cst.ParserSyntaxError):
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
-        return FileError(path, ErrorKind.SYNTAX, message, line=exc.raw_line)
+        return FileError(path, ErrorKind.SYNTAX, message, line=exc.raw_line, column=exc.editor_column)
     if isinstance(exc, RecursionError):
         return FileError(path, ErrorKind.TOO_DEEP, "code is nested too deeply to parse")
     return FileError(path, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}".splitlines()[0])
@@ -193,7 +194,7 @@ def parse_error(path: str, exc: Exception) -> FileError:
 def refusal_error(path: str, refused: Refusal) -> FileError:
     kinds = {"syntax": ErrorKind.SYNTAX, "too-large": ErrorKind.TOO_LARGE}
     kind = kinds.get(refused.kind, ErrorKind.TOO_DEEP)
-    return FileError(path, kind, refused.message, line=refused.line)
+    return FileError(path, kind, refused.message, line=refused.line, column=refused.column)
 
 
 def check_source(
@@ -224,6 +225,12 @@ def check_source(
         passed = may_hold_hazard(text, settings)
         report.timings["prefilter"] = time.perf_counter() - started
         if not passed:
+            # no rule can fire here, but a file that is not Python is an error of the run
+            # whatever it holds (as ruff reports one): CPython's compile, no libcst
+            error = syntax_error_of(text, path)
+            if error is not None:
+                report.errors.append(error)
+                return report
             report.index = marks_of_unanalysed(text, path)
             return report
     return analyse_text(text, path, settings, report, fixes=fixes)
@@ -328,17 +335,33 @@ def _analyse(job: _Job) -> FileReport:
         cpython = _cpython_syntax_error(text)
         if cpython is not None:  # CPython's place and words, not libcst's recovery point
             result.errors = [
-                FileError(
-                    path,
-                    ErrorKind.SYNTAX,
-                    f"{cpython[2]} (column {cpython[1]})" if cpython[1] else cpython[2],
-                    line=cpython[0],
-                )
+                FileError(path, ErrorKind.SYNTAX, cpython[2], line=cpython[0], column=cpython[1])
                 if e.kind is ErrorKind.SYNTAX
                 else e
                 for e in result.errors
             ]
     return result
+
+
+def syntax_error_of(text: str, path: str) -> FileError | None:
+    """The syntax error CPython finds in `text` (compiled to bytecode: cheaper than building a
+    tree), as an error of the run at `path:line:col`; None when it compiles, or when the text is
+    beyond the analysis budget or nested too deeply for the compiler (those are refused where
+    they are analysed, not here)."""
+    from offlint.analysis.guard import compile_quietly
+
+    if analysis_refusal(text) is not None:
+        return None
+    try:
+        compile_quietly(text, flags=0)
+    except SyntaxError as exc:
+        message = (str(exc.msg).splitlines() or ["invalid syntax"])[0]
+        if any(m in message for m in DEPTH_MESSAGES):
+            return None
+        return FileError(path, ErrorKind.SYNTAX, message, line=exc.lineno or 1, column=exc.offset)
+    except (ValueError, OverflowError, RecursionError, MemoryError):
+        return None
+    return None
 
 
 def _cpython_syntax_error(text: str) -> tuple[int, int | None, str] | None:

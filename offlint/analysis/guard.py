@@ -157,6 +157,7 @@ class Refusal:
     kind: str
     message: str
     line: int | None = None
+    column: int | None = None
 
 
 def refusal(text: str) -> Refusal | None:
@@ -177,7 +178,7 @@ def refusal(text: str) -> Refusal | None:
         # large or deep and broken: libcst's error recovery is what is slow or crashes here
         first = message.splitlines()[0] if message else "invalid syntax"
         # CPython's place, as the main path reports it (`engine._cpython_syntax_error`)
-        return Refusal("syntax", f"{first} (column {exc.offset})" if exc.offset else first, exc.lineno)
+        return Refusal("syntax", first, exc.lineno, exc.offset)
     except (ValueError, OverflowError) as exc:
         return Refusal("syntax", str(exc).splitlines()[0] if str(exc) else "invalid source")
     problem = _chain_problem(cast(ast.Module, tree))

@@ -21,19 +21,17 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offlint.analysis.cache import CACHE_DIR_NAME, ResultCache, content_digest, result_key
-from offlint.analysis.callgraph import marks_of_unanalysed
 from offlint.analysis.engine import (
     DecodeError,
     FileSettings,
     check_source,
     decode_source,
-    may_hold_hazard,
 )
 from offlint.catalogue import default_selection
 from offlint.config import Config, ConfigFinder, SelectionOverrides, resolve_selection
@@ -77,6 +75,12 @@ class CheckOptions:
     # when given, filled with the settings each file's reported result was analysed with (display
     # -> settings, cross-module seeds included): `fix` fixes with what `check` knew
     analysed_with: dict[str, FileSettings] | None = None
+    # told (phase, files done, files in all) as the run goes: the CLI's progress display
+    progress: Callable[[str, int, int], None] | None = field(default=None, compare=False)
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    return None
 
 
 def settings_for(
@@ -182,7 +186,7 @@ def _check_paths(options: CheckOptions) -> RunReport:
     report = RunReport()
     clock = _Clock(report.timings)
     started = time.perf_counter()
-    files, errors = discover(list(options.paths), finder, cwd)
+    files, errors = discover(list(options.paths), finder, cwd, report.excluded)
     report.errors.extend(errors)
     clock.add("discovery", time.perf_counter() - started)
 
@@ -205,7 +209,11 @@ def _check_paths(options: CheckOptions) -> RunReport:
     candidates: list[tuple[Job, str | None]] = []  # (job, cache key)
 
     now = time.perf_counter
-    for found in files:
+    progress = options.progress or _no_progress
+    total_files = len(files)
+    for position, found in enumerate(files):
+        if position % 64 == 0:
+            progress("reading", position, total_files)
         # stages are timed by hand, not with `clock(...)`: a context manager per file and stage
         # cost more than the stage itself on a warm run
         settings = settings_of(found)
@@ -257,12 +265,17 @@ def _check_paths(options: CheckOptions) -> RunReport:
         floors = {job[1]: job[2] for job, _ in candidates}
         jobs = [job for job, _ in candidates]
         stream = pool.run(jobs) if pool is not None else (_analyse(job) for job in jobs)
+        settled = total_files - len(jobs)
+        progress("analysing", settled, total_files)
         try:
             for file_report in stream:
+                settled += 1
+                progress("analysing", settled, total_files)
                 key = keys.get(file_report.path)
                 if results_cache is not None and key is not None:
                     results_cache.put(key, file_report)  # every finding: the floor is the report's
                 report.files.append(below_floor_hidden(file_report, floors[file_report.path]))
+            progress("following calls across modules", total_files, total_files)
             with clock("call graph"):
                 reanalysed = _follow_calls_across_modules(report, files, settings_of, results_cache, pool)
         finally:
@@ -438,27 +451,26 @@ def _cached_unread(results_cache: ResultCache, found: Discovered, settings: File
 
 
 def _prefilter(data: bytes, display: str, settings: FileSettings) -> FileReport | None:
-    """The report of a file settled without parsing (undecodable, or no possible finding)."""
+    """The report of a file settled without a worker: one that is not text, a notebook that is
+    not JSON. Every other file goes to a worker, where the prefilter settles those no rule can
+    fire in after CPython's compile has said they are Python (a syntax error is an error of the
+    run in every file, as in ruff)."""
     if is_notebook(display):
         try:
-            text = read_notebook(data).source
+            read_notebook(data)
         except NotebookError as exc:
             return FileReport(path=display, errors=[notebook_error(display, exc)])
-        if not settings.select or not may_hold_hazard(text, settings):
-            return FileReport(path=display)  # a notebook is no module others import: no index
         return None
     try:
-        text = decode_source(data)
+        decode_source(data)
     except DecodeError as exc:
         return FileReport(path=display, errors=[FileError(display, ErrorKind.UNDECODABLE, str(exc))])
-    if not settings.select or not may_hold_hazard(text, settings):
-        return FileReport(path=display, index=marks_of_unanalysed(text, display))
     return None
 
 
 def _analyse(job: Job) -> FileReport:
     data, display, settings = job
-    return guarded_check(data, display, settings, prefiltered=True)
+    return guarded_check(data, display, settings)
 
 
 class _FixAvailability:

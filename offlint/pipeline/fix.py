@@ -27,7 +27,9 @@ from offlint.reporting._sources import printable
 if TYPE_CHECKING:
     from offlint.analysis.engine import FileSettings
     from offlint.config import SelectionOverrides
-    from offlint.fixing.apply import FileFix
+    from offlint.diagnostics import Diagnostic
+    from offlint.fixing.apply import FileFix, FixSettings
+    from offlint.fixing.edits import Edit
 
 EXIT_CLEAN, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 
@@ -81,6 +83,11 @@ def run_fix(
     results: list[FileFix] = []
     run_errors: list[FileError] = []
     written: set[str] = set()
+    # each file's settings with the withheld rules (`not_fixed_codes`) that its selection holds:
+    # a diff that changes nothing says how many fixes were withheld, never "Nothing to fix."
+    withheld_settings: dict[str, FixSettings] = {}
+    selections: dict[str, frozenset[str]] = {}
+    file_settings: dict[str, FixSettings] = {}
     try:
         if select is not None and not select:  # as `check`: no rule would run, and "nothing to fix"
             raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
@@ -107,8 +114,10 @@ def run_fix(
                 )
             except ValueError as exc:
                 raise ConfigError(f"{config.source}: [tool.offlint.fix] {exc}") from None
+            selection = resolve_selection(config, overrides, codes, defaults, path)
+            selections[str(path)] = selection
             return FixSettings(
-                select=resolve_selection(config, overrides, codes, defaults, path) - set(not_fixed_codes),
+                select=selection - set(not_fixed_codes),
                 strategy=chosen,
                 compile_safe=safe,
                 capture_reachable=tuple(config.capture_reachable),
@@ -129,7 +138,16 @@ def run_fix(
                 # what is left is every selected rule's, the ones not fixed included
                 shown = dataclasses.replace(settings, select=settings.select | set(not_fixed_codes))
                 result.left = left_after(result.fixed, result.path, shown)
-            return _fix_stdin(result, diff=show_diff and not apply, color=color, exit_zero=exit_zero)
+            withheld = sum(1 for d in result.left if d.code in not_fixed_codes and d.fixable)
+            reported = _reported({result.path: settings}, [result])
+            return _fix_stdin(
+                result,
+                diff=show_diff and not apply,
+                color=color,
+                exit_zero=exit_zero,
+                withheld=withheld,
+                reported=reported,
+            )
         files, run_errors = discover(list(paths), finder, cwd)
         roots = tree_roots(paths)
         tree = _tree_facts(paths, config_file, overrides) if len(files) > 1 else {}
@@ -154,6 +172,10 @@ def run_fix(
                 continue
             result = fix_source(data, found.display, settings)
             results.append(result)
+            file_settings[result.path] = settings
+            if not_fixed_codes:
+                chosen = selections.get(str(found.path), frozenset()) & set(not_fixed_codes)
+                withheld_settings[result.path] = dataclasses.replace(settings, select=frozenset(chosen))
             if apply and result.changed:
                 # also when some fix was dropped: what is left is still valid code
                 error = write_if_unchanged(found.path, found.display, data, result.fixed, roots)
@@ -219,7 +241,10 @@ def run_fix(
             if show_diff:
                 # color=: click strips escape codes from non-terminals, which would undo --color
                 click.echo(unified_diff(printable(r.path), r.original, r.fixed, color=color), nl=False, color=color)
-        _text_summary(results, run_errors, written, apply, apply_hint)
+        withheld = 0
+        if not apply and not changed and not errors and not_fixed_codes:
+            withheld = _withheld_fixes(results, withheld_settings)
+        _text_summary(results, run_errors, written, apply, apply_hint, withheld, _reported(file_settings, results))
     if errors:
         return EXIT_ERROR
     if not apply:
@@ -245,7 +270,58 @@ def _tree_facts(
     return facts
 
 
-def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool) -> int:
+def _withheld_fixes(results: list[FileFix], settings: dict[str, FixSettings]) -> int:
+    """How many findings of the withheld rules (the unsafe ones `check --diff` leaves out, as far
+    as each file's selection holds them: `settings`) have a fix."""
+    from offlint.fixing.apply import left_after
+
+    count = 0
+    for r in results:
+        only = settings.get(r.path)
+        if only is not None and only.select:
+            count += sum(1 for d in left_after(r.original, r.path, only) if d.fixable)
+    return count
+
+
+def _reported(settings: dict[str, FixSettings], results: list[FileFix]) -> dict[str, list[Diagnostic]]:
+    """The findings `check` reports on each changed file as it was read: what its edits are
+    labelled with (an edit also fixing a code that was never reported is not labelled with it)."""
+    from offlint.fixing.apply import left_after
+
+    found: dict[str, list[Diagnostic]] = {}
+    for r in results:
+        chosen = settings.get(r.path)
+        if r.edits and chosen is not None:
+            try:
+                found[r.path] = left_after(r.original, r.path, chosen)
+            except Exception:  # the labels are a courtesy: never lose the listing over them
+                continue
+    return found
+
+
+def _edit_label(edit: Edit, reported: list[Diagnostic] | None) -> str:
+    """`OFL101 (161:9), OFL103 (149:9)`: the reported findings an edit fixes, by code and place;
+    the fixer's own codes where the file's findings are not known."""
+    codes = (edit.rule, *edit.also_fixes)
+    if reported is None:
+        return ", ".join(codes)
+    labels = [
+        f"{code} ({', '.join(d.position for d in reported if d.code == code)})"
+        for code in dict.fromkeys(codes)
+        if any(d.code == code for d in reported)
+    ]
+    return ", ".join(labels) or f"{edit.rule} (a companion edit: no finding of its own)"
+
+
+def _fix_stdin(
+    result: FileFix,
+    *,
+    diff: bool,
+    color: bool,
+    exit_zero: bool,
+    withheld: int = 0,
+    reported: dict[str, list[Diagnostic]] | None = None,
+) -> int:
     """`fix -` / `check --fix -`: the fixed source (or, with `--diff`, the diff) on stdout, for an
     editor to replace its buffer with; what was fixed and every finding left on stderr. A source
     that could not be fixed comes back as it was read. Exit 2 on an error, 1 while findings are
@@ -258,7 +334,7 @@ def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool) -> 
     else:
         sys.stdout.buffer.write(result.fixed)
         sys.stdout.buffer.flush()
-    _listing([result], [])
+    _listing([result], [], reported)
     for d in result.left:
         click.echo(f"{printable(result.path)}:{d.location.line}:{d.location.column}: {d.code} {d.message}", err=True)
     edits = len(result.edits)
@@ -266,7 +342,7 @@ def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool) -> 
         verb = "Would fix" if diff else "Fixed"
         click.echo(f"{verb} {edits} edit{'s' if edits != 1 else ''} in {printable(result.path)}.", err=True)
     elif not result.errors:
-        click.echo("Nothing to fix.", err=True)
+        click.echo(_nothing_to_fix(withheld), err=True)
     if result.errors:
         return EXIT_ERROR
     if diff:
@@ -274,11 +350,14 @@ def _fix_stdin(result: FileFix, *, diff: bool, color: bool, exit_zero: bool) -> 
     return EXIT_CHANGES if result.left and not exit_zero else EXIT_CLEAN
 
 
-def _listing(results: list[FileFix], run_errors: list[FileError]) -> None:
-    """Each edit made, each note, each finding a fixer left with its reason, each error (stderr)."""
+def _listing(
+    results: list[FileFix], run_errors: list[FileError], reported: dict[str, list[Diagnostic]] | None = None
+) -> None:
+    """Each edit made (labelled with the reported findings it fixes), each note, each finding a
+    fixer left with its reason, each error (stderr)."""
     for r in results:
         for edit in r.edits:
-            rules = ", ".join((edit.rule, *edit.also_fixes))
+            rules = _edit_label(edit, reported.get(r.path) if reported is not None else None)
             click.echo(
                 f"{printable(r.path)}:{edit.line}: {rules} [{edit.safety.value}] {edit.title}", err=True
             )
@@ -290,15 +369,42 @@ def _listing(results: list[FileFix], run_errors: list[FileError]) -> None:
             click.echo(f"{where}: {n.diagnostic.code} not fixed: {n.reason}", err=True)
         for d in r.remaining:
             if (d.code, d.location.line) not in explained:
-                click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {d.message}", err=True)
+                click.echo(f"{printable(r.path)}:{d.location.line}: {d.code} not fixed: {_unexplained(d.code)}", err=True)
     for error in run_errors + [e for r in results for e in r.errors]:
         click.echo(f"offlint: error: {printable(error.one_line())}", err=True)
 
 
+def _unexplained(code: str) -> str:
+    """Why a finding with a fix is left when no fixer said why: the reason, never the finding
+    again (its message is `check`'s to show)."""
+    from offlint.fixing.apply import FIXABLE_RULES
+
+    if code not in FIXABLE_RULES:
+        return f"its rule has no automatic fix (`offlint rule {code}` shows what to write instead)"
+    return (
+        f"no fix of {code} applies to this code as written (its fixers rewrite the shapes "
+        f"`offlint rule {code}` shows; this one is left for a hand edit)"
+    )
+
+
+def _nothing_to_fix(withheld: int) -> str:
+    """The closing line of a run that changes nothing: "Nothing to fix." only when that is so."""
+    if not withheld:
+        return "Nothing to fix."
+    noun = "finding has an unsafe fix" if withheld == 1 else "findings have unsafe fixes"
+    return f"No safe fixes; {withheld} {noun} (`offlint check --diff --unsafe-fixes` shows them)."
+
+
 def _text_summary(
-    results: list[FileFix], run_errors: list[FileError], written: set[str], apply: bool, apply_hint: str
+    results: list[FileFix],
+    run_errors: list[FileError],
+    written: set[str],
+    apply: bool,
+    apply_hint: str,
+    withheld: int = 0,
+    reported: dict[str, list[Diagnostic]] | None = None,
 ) -> None:
-    _listing(results, run_errors)
+    _listing(results, run_errors, reported)
     changed = [r for r in results if r.changed]
     edits = sum(len(r.edits) for r in changed)
     if apply:
@@ -311,5 +417,8 @@ def _text_summary(
             f"Would fix {len(changed)} file(s) ({edits} edit(s)); run with {apply_hint} to write.",
             err=True,
         )
+    elif run_errors or any(r.errors for r in results):
+        failed = len({e.path for e in run_errors} | {r.path for r in results if r.errors})
+        click.echo(f"Nothing fixed: {failed} file(s) could not be fixed (the errors above).", err=True)
     else:
-        click.echo("Nothing to fix.", err=True)
+        click.echo(_nothing_to_fix(withheld), err=True)

@@ -15,6 +15,12 @@ from rich.console import Console
 
 from offlint.probing.errors import ProbeUsageError
 
+NO_TARGET = (
+    "no model to probe: name yours in pyproject.toml, [tool.offlint.probe] entry = "
+    '"pkg.module:build" (or --entry pkg.module:build, or a TARGET offloader class); '
+    "`offlint probe --demo` runs the bundled fixtures"
+)
+
 # click parameter name → options key (the pyproject spelling).
 _OPTION_KEYS = {
     "target": "target",
@@ -65,6 +71,12 @@ _OPTION_KEYS = {
     "bundled example: group-offload, prefetch-offload, sglang-offload; or a real library's "
     "offloading: diffusers-group-offload, accelerate-cpu-offload, sglang-offloader-v2. "
     "--init-arg values go to build().",
+)
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Run the bundled fixtures (the broken original and its fixes, each against what it is "
+    "expected to do): a demo of the probe, nothing of your project.",
 )
 @click.option(
     "--sanitize",
@@ -170,8 +182,8 @@ _OPTION_KEYS = {
 @click.option(
     "--capture-mode",
     metavar="MODE",
-    help="How the graph runner captures the forward: whole (one torch.cuda.graph, the "
-    "default), pieces (two graphs split at the middle layer, as piecewise runners), "
+    help="How the graph runner captures the forward (several, comma-separated: one run each): "
+    "whole (one torch.cuda.graph, the default), pieces (two graphs split at the middle layer, as piecewise runners), "
     "segmented-sglang or segmented-vllm (two segments with the middle layer run eagerly between "
     "them; SGLang joins wait_stream forks at each segment end, vLLM joins nothing). "
     "docs/probe-capture-modes.md says what is emulated.",
@@ -262,6 +274,7 @@ def probe_command(
     output_file: Path | None,
     as_json: bool,
     output: Path | None,
+    demo: bool,
     config: Path | None,
     plot: Path | None,
     from_trace: Path | None,
@@ -271,10 +284,12 @@ def probe_command(
 
     TARGET is path/to/file.py[:Class] or package.module[:Class], an offloader in the
     prefetch/wait shape, attached to the probe's own layer stack. --entry MODULE:FUNC probes
-    your own model with your own offloading instead. Without either the bundled fixtures run
-    (the broken original, the merged inline fix, the smallest correct inline fix and the
-    overlap fix), each against what it is expected to do. --sanitize -- python script.py ARGS
-    runs any program under the capture sanitizer.
+    your own model with your own offloading instead; without either on the command line, the
+    `entry` (or `target`) of [tool.offlint.probe] in pyproject.toml is probed, and with none
+    named anywhere the run fails (exit 2) saying how to name one. --demo (or --scenario NAME)
+    runs the bundled fixtures (the broken original, the merged inline fix, the smallest correct
+    inline fix and the overlap fix), each against what it is expected to do. --sanitize --
+    python script.py ARGS runs any program under the capture sanitizer.
 
     Exit status: 0 every check passed (bundled: every scenario did what it is expected to do;
     --sanitize: no violation), 1 a check failed (a violation), 2 no usable GPU, a bad TARGET,
@@ -308,15 +323,32 @@ def probe_command(
             )
         values["target"] = args[0] if args else None
         options = _resolve_options(ctx, config, values)
+        named = options.target is not None or options.entry is not None
+        if demo and named:
+            raise ProbeUsageError("--demo runs the bundled fixtures: give it without TARGET or --entry")
+        if not (named or demo or options.scenarios):
+            # a CI job that runs `offlint probe --gpu 0` must test the project's model, never
+            # go green on the bundled fixtures
+            raise ProbeUsageError(NO_TARGET)
         if plot is not None and options.trace_dir is None:
             import dataclasses
 
             options = dataclasses.replace(options, trace_dir=str(_scratch_trace_dir()))
         from offlint.probing.runner import probe
 
-        document = probe(
-            options, progress=lambda line: stderr.print(line, style="dim", markup=False)
-        )
+        def progress(line: str) -> None:
+            stderr.print(line, style="dim", markup=False)
+
+        if options.capture_modes:
+            # one run per capture mode asked for, each a whole probe of its own
+            import dataclasses
+
+            documents = []
+            for mode in options.capture_modes:
+                progress(f"capture mode {mode}")
+                documents.append(probe(dataclasses.replace(options, capture_mode=mode, capture_modes=()), progress=progress))
+            sys.exit(_emit_modes(options.capture_modes, documents, fmt, output_file))
+        document = probe(options, progress=progress)
     except ProbeUsageError as exc:
         click.echo(f"offlint probe: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -349,6 +381,40 @@ def probe_command(
             console = Console(highlight=False, width=160)
         render_console(document, console)
     sys.exit(document["exit_code"])
+
+
+def _emit_modes(modes: tuple[str, ...], documents: list[dict[str, Any]], fmt: str, output_file: Path | None) -> int:
+    """The runs of several capture modes: one JSON document holding each run's (schema
+    `offlint-probe-modes/1`), or each run's tables under its mode; the worst exit status."""
+    from offlint.probing.report import render_console, render_json, summary_line
+
+    status = max(document["exit_code"] for document in documents)
+    if fmt == "json":
+        combined = {
+            "schema": "offlint-probe-modes/1",
+            "capture_modes": list(modes),
+            "runs": documents,
+            "exit_code": status,
+        }
+        text = render_json(combined)
+        if output_file is None:
+            click.echo(text)
+        else:
+            output_file.parent.mkdir(parents=True, exist_ok=True)
+            output_file.write_text(text + "\n", encoding="utf-8")
+    else:
+        stream = output_file.open("w", encoding="utf-8") if output_file is not None else None
+        try:
+            console = Console(file=stream, width=160, no_color=stream is not None, highlight=False)
+            for mode, document in zip(modes, documents, strict=True):
+                console.print(f"capture mode: {mode}")
+                render_console(document, console)
+        finally:
+            if stream is not None:
+                stream.close()
+    for mode, document in zip(modes, documents, strict=True):
+        click.echo(f"{mode}: {summary_line(document)}", err=True)
+    return int(status)
 
 
 def _scratch_trace_dir() -> Path:

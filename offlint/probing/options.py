@@ -82,6 +82,8 @@ class ProbeOptions:
     compiled: str | None = None
     # `--capture-mode`: how a graph runner captures the forward (capture_modes.py).
     capture_mode: str = "whole"
+    # several modes asked for (`capture-mode = ["whole", "pieces"]`): one run per mode, in order
+    capture_modes: tuple[str, ...] = ()
     # Watch the stream/event calls of the life cycle (sanitizer.py, recording only) so that a
     # capture failure is reported with the call that caused it and its rule code.
     watch: bool = True
@@ -109,7 +111,7 @@ class ProbeOptions:
         model = dict(values.pop("model", {}))
         if "batch_sizes" in model:
             model["batch_sizes"] = tuple(model["batch_sizes"])
-        for key in ("gpus", "scenarios"):
+        for key in ("gpus", "scenarios", "capture_modes"):
             if key in values:
                 values[key] = tuple(values[key])
         methods = MethodNames(**values.pop("methods", {}))
@@ -226,7 +228,20 @@ def parse_compiled(value: Any) -> str:
 CAPTURE_MODES = ("whole", "pieces", "segmented-sglang", "segmented-vllm")
 
 
-def parse_capture_mode(value: Any) -> str:
+def parse_capture_mode(value: Any) -> str | tuple[str, ...]:
+    """One capture mode, or several (a list, or `whole,pieces`): the probe then runs once per mode."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, str) and "," in value):
+        parts = value if isinstance(value, (list, tuple)) else value.split(",")
+        names: list[str] = []
+        for part in parts:
+            name = parse_capture_mode(part) if str(part).strip() else None
+            if isinstance(name, tuple):
+                raise ValueError(f"expected capture modes ({', '.join(CAPTURE_MODES)}), got {value!r}")
+            if name is not None and name not in names:
+                names.append(name)
+        if not names:
+            raise ValueError(f"expected capture modes ({', '.join(CAPTURE_MODES)}), got {value!r}")
+        return tuple(names) if len(names) > 1 else names[0]
     name = str(value).strip().lower()
     if name not in CAPTURE_MODES:
         raise ValueError(f"expected one of {', '.join(CAPTURE_MODES)}, got {value!r}")
@@ -386,8 +401,10 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
     defaults = ProbeOptions()
     if merged.get("target") is not None and merged.get("entry") is not None:
         raise ProbeUsageError("give a TARGET offloader class or --entry, not both")
-    capture_mode = merged.get("capture-mode", defaults.capture_mode)
-    if capture_mode != "whole" and merged.get("compiled") is not None:
+    asked = merged.get("capture-mode", defaults.capture_mode)
+    capture_modes: tuple[str, ...] = asked if isinstance(asked, tuple) else ()
+    capture_mode = capture_modes[0] if capture_modes else asked
+    if (capture_mode != "whole" or capture_modes) and merged.get("compiled") is not None:
         # The split hooks would run inside the compiled forward (Dynamo traces them), and
         # reduce-overhead makes its own graphs.
         raise ProbeUsageError(
@@ -409,6 +426,7 @@ def build_options(cli: Mapping[str, Any], pyproject: Mapping[str, Any]) -> Probe
         compile=merged.get("compile", defaults.compile),
         compiled=merged.get("compiled", defaults.compiled),
         capture_mode=capture_mode,
+        capture_modes=capture_modes,
         watch=merged.get("watch", defaults.watch),
         trace_dir=merged.get("trace", defaults.trace_dir),
         batch_sizes_given="batch-sizes" in merged,

@@ -55,6 +55,8 @@ def render_github(report: RunReport, *, root: Path, project_root: Path | None = 
         properties = {"file": path_from(error.path, root, base)}
         if error.line:
             properties["line"] = error.line
+            if error.column:
+                properties["col"] = error.column
         properties["title"] = f"offlint {error.kind.value}"
         lines.append(_command(properties, error.message))
     return "".join(lines)

@@ -22,7 +22,8 @@ bumps it to `offlint-json/2`):
         }
       ],
       "errors": [                           # files that could not be checked, ordered by path
-        {"filename": "...", "kind": "syntax-error", "message": "...", "row": 3 | null, "cell": 2 | null}
+        {"filename": "...", "kind": "syntax-error", "message": "...", "row": 3 | null, "column": 7 | null,
+         "cell": 2 | null}
       ],
       "summary": {"diagnostics": 3, "fixable": 2, "errors": 1, "files": 10}
     }
@@ -85,6 +86,7 @@ def error_object(error: FileError, root: Path) -> dict[str, Any]:
         "kind": error.kind.value,
         "message": error.message,
         "row": error.line,
+        "column": error.column,
         "cell": error.cell,
     }
 

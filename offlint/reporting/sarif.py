@@ -2,7 +2,8 @@
 
 One run. `tool.driver.rules` lists every rule of the catalogue (plus, defensively, any code a
 diagnostic carries that the catalogue lacks), so `ruleIndex` is stable across runs of the same
-version. Results carry `partialFingerprints["offlintFingerprint/v1"]`: a hash of the code, the
+version; a rule's full help (its page as Markdown) is embedded once, in its descriptor, and only
+for the rules that fired: the others carry their summary and `helpUri`. Results carry `partialFingerprints["offlintFingerprint/v1"]`: a hash of the code, the
 path, the whitespace-normalised source line and the occurrence index among identical triples.
 No line number goes into it, so moving code up or down keeps a finding's identity.
 Files that could not be checked become `invocations[0].toolExecutionNotifications`, and
@@ -14,8 +15,8 @@ that holds `.git`, else the working directory), under the base `%SRCROOT%` that
 checked-out repository whatever folder the check ran from. A file outside the root gets an
 absolute `file:` URI instead. Either way the path is percent-encoded byte by byte (RFC 3986), so
 any file name, undecodable or with a newline, is a valid URI; the fingerprint hashes the printable
-name (`display_path`). Each rule's `helpUri` is its page under docs/rules/ in the repository
-(generated from rules/*.toml by docs/rules/generate.py).
+name (`display_path`). Each rule's `helpUri` is its page under `docs-url` (`links.py`: by default
+the docs installed with offlint, generated from rules/*.toml by docs/rules/generate.py).
 """
 
 from __future__ import annotations
@@ -31,15 +32,13 @@ from urllib.parse import quote
 import offlint
 from offlint.catalogue import RuleSpec
 from offlint.diagnostics import Confidence, Diagnostic, FixSafety, RunReport
+from offlint.links import docs_base, rule_help_line, rule_url
 from offlint.reporting._sources import SourceCache, display_path, relative_path, repository_root
 from offlint.reporting.json_format import dumps
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "offlint"
-REPOSITORY_URL = "https://github.com/offlint/offlint"  # pyproject's [project.urls] Repository
-INFORMATION_URI = REPOSITORY_URL
-RULE_DOCS_URL = REPOSITORY_URL + "/blob/main/docs/rules/{code}.md"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "offlintFingerprint/v1"
 # confidence as SARIF's level and rank (0-100): code scanning sorts and filters by them
@@ -47,22 +46,46 @@ _LEVEL = {Confidence.HIGH: "error", Confidence.MEDIUM: "warning", Confidence.LOW
 _RANK = {Confidence.HIGH: 90.0, Confidence.MEDIUM: 60.0, Confidence.LOW: 30.0}
 
 
-def rule_descriptor(spec: RuleSpec) -> dict[str, Any]:
-    markdown = spec.markdown()
-    return {
-        "id": spec.code,
-        "name": spec.name,
-        "shortDescription": {"text": spec.summary},
-        "fullDescription": {"text": spec.docs.get("what", "").strip() or spec.summary},
-        "help": {"text": markdown, "markdown": markdown},
-        "helpUri": RULE_DOCS_URL.format(code=spec.code),
-        "defaultConfiguration": {"enabled": spec.default_enabled, "level": "error"},
-        "properties": {
-            "fixSafety": spec.fix_safety.value,
-            "prevents": spec.prevents,
-            "tags": ["cuda-graphs", spec.family],
-        },
+# the sections of a rule's page a code-scanning alert shows; the examples and references stay
+# behind the reference (`helpUri`, `offlint rule CODE`)
+HELP_SECTIONS = ("why", "fix_safety")
+
+
+def help_markdown(spec: RuleSpec) -> str:
+    """The help a fired rule carries: its summary, why it matters and how safe its fix is, then
+    where the whole page is (what exactly it checks, examples, references)."""
+    from offlint.catalogue import DOC_HEADINGS
+
+    out = [f"# {spec.name} ({spec.code})", "", spec.summary, ""]
+    for key in HELP_SECTIONS:
+        text = spec.docs.get(key, "").strip()
+        if text:
+            out += [f"## {DOC_HEADINGS[key]}", "", text, ""]
+    out += [f"What it checks exactly, examples and references: `{rule_help_line(spec.code)}`."]
+    return "\n".join(out) + "\n"
+
+
+def rule_descriptor(spec: RuleSpec, *, fired: bool = True, docs_url: str | None = None) -> dict[str, Any]:
+    """A rule's `reportingDescriptor`, once per rule: its help (why, fix safety) only when it
+    `fired` in this run; the whole page by reference (`helpUri`, `offlint rule CODE`)."""
+    descriptor: dict[str, Any] = {"id": spec.code, "name": spec.name}
+    if fired:
+        descriptor["shortDescription"] = {"text": spec.summary}
+    url = rule_url(spec.code, docs_url)
+    if url is not None:
+        descriptor["helpUri"] = url
+    if not fired:
+        # listed for a stable `ruleIndex`; the rest is one reference away
+        descriptor["properties"] = {"fixSafety": spec.fix_safety.value}
+        return descriptor
+    descriptor["help"] = {"text": f"Documentation: `{rule_help_line(spec.code)}`.", "markdown": help_markdown(spec)}
+    descriptor["defaultConfiguration"] = {"enabled": spec.default_enabled, "level": "error"}
+    descriptor["properties"] = {
+        "fixSafety": spec.fix_safety.value,
+        "prevents": spec.prevents,
+        "tags": ["cuda-graphs", spec.family],
     }
+    return descriptor
 
 
 def _unknown_rule_descriptor(diagnostic: Diagnostic) -> dict[str, Any]:
@@ -156,9 +179,13 @@ def sarif_document(
     root: Path,
     catalogue: Mapping[str, RuleSpec],
     sources: Mapping[str, str] | None = None,
+    docs_url: str | None = None,
 ) -> dict[str, Any]:
     diagnostics = report.diagnostics
-    rules = [rule_descriptor(spec) for _, spec in sorted(catalogue.items())]
+    fired = {d.code for d in diagnostics}
+    rules = [
+        rule_descriptor(spec, fired=code in fired, docs_url=docs_url) for code, spec in sorted(catalogue.items())
+    ]
     rule_index = {rule["id"]: index for index, rule in enumerate(rules)}
     for diagnostic in diagnostics:
         if diagnostic.code not in rule_index:
@@ -168,6 +195,9 @@ def sarif_document(
     cache = SourceCache(root, sources)
     base = repository_root(root)
     results = []
+    # a rewrite that fixes several findings together is one fix: written once, on the first
+    # result it fixes; the others name that result (`properties.fixInResult`)
+    fix_carrier: dict[Any, int] = {}
     for diagnostic, fingerprint in zip(
         diagnostics, fingerprints(diagnostics, root, cache), strict=True
     ):
@@ -188,8 +218,17 @@ def sarif_document(
                 "message": {"text": _in_cell(diagnostic.cell) + diagnostic.message},
                 "locations": [_location(artifact_location(diagnostic.path, root, base), region)],
                 "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
-                **({"fixes": [_fix_object(diagnostic, root, base)]} if diagnostic.fix else {}),
+                **(
+                    {"fixes": [_fix_object(diagnostic, root, base)]}
+                    if diagnostic.fix and (diagnostic.path, diagnostic.fix.edits) not in fix_carrier
+                    else {}
+                ),
                 "properties": {
+                    **(
+                        {"fixInResult": fix_carrier[(diagnostic.path, diagnostic.fix.edits)]}
+                        if diagnostic.fix and (diagnostic.path, diagnostic.fix.edits) in fix_carrier
+                        else {}
+                    ),
                     "fixable": diagnostic.fix_safety is not FixSafety.NONE,
                     "fixSafety": diagnostic.fix_safety.value,
                     **({"note": diagnostic.note} if diagnostic.note else {}),
@@ -198,11 +237,15 @@ def sarif_document(
                 },
             }
         )
+        if diagnostic.fix:
+            fix_carrier.setdefault((diagnostic.path, diagnostic.fix.edits), len(results) - 1)
 
     errors = report.all_errors
     notifications = []
     for error in errors:
-        error_region = {"startLine": error.line} if error.line else None
+        error_region: dict[str, int] | None = {"startLine": error.line} if error.line else None
+        if error_region is not None and error.column:
+            error_region["startColumn"] = error.column
         notifications.append(
             {
                 "level": "error",
@@ -212,6 +255,8 @@ def sarif_document(
             }
         )
 
+    base_url = docs_base(docs_url)
+    information = base_url + "/index.md" if base_url is not None else None
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
@@ -222,7 +267,7 @@ def sarif_document(
                         "name": TOOL_NAME,
                         "version": offlint.__version__,
                         "semanticVersion": offlint.__version__,
-                        "informationUri": INFORMATION_URI,
+                        **({"informationUri": information} if information else {}),
                         "rules": rules,
                     }
                 },
@@ -247,5 +292,6 @@ def render_sarif(
     root: Path,
     catalogue: Mapping[str, RuleSpec],
     sources: Mapping[str, str] | None = None,
+    docs_url: str | None = None,
 ) -> str:
-    return dumps(sarif_document(report, root=root, catalogue=catalogue, sources=sources))
+    return dumps(sarif_document(report, root=root, catalogue=catalogue, sources=sources, docs_url=docs_url))

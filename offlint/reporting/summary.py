@@ -37,6 +37,9 @@ def render_counts(report: RunReport, *, show_fixes: bool = True) -> str:
     if diagnostics:
         hint = f" ({_fix_hint(diagnostics)})" if show_fixes and any(d.fixable for d in diagnostics) else ""
         lines.append(f"Found {_plural(len(diagnostics), 'error')}{hint}.")
+    elif not report.files and not unchecked:
+        # never "All checks passed!" for a run that checked nothing (the CLI says why)
+        lines.append("No files were checked.")
     elif not unchecked:
         lines.append("All checks passed!")
     else:
