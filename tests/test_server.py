@@ -1,0 +1,402 @@
+"""`offlint server`, driven over stdio by a real LSP client (pytest-lsp's, built on pygls's): the
+server runs as `python -m offlint server` in a process of its own, as an editor starts it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pygls", reason="the server extra (pygls) is not installed")
+pytest_lsp = pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed")
+
+from lsprotocol import types  # noqa: E402
+from pygls.uris import from_fs_path  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SERVER = [sys.executable, "-m", "offlint", "server"]
+WAIT_S = 60.0  # generous: CI shares two cores; nothing here is timed
+
+# OFL204's first bad example (a safe fix); its OFL104 is `low`, under the default floor
+HAZARD = textwrap.dedent(
+    """\
+    import torch
+
+
+    class GroupOffload:
+        def __init__(self, module):
+            self.module = module
+            self.stream = torch.cuda.Stream()
+
+        def onload_(self):
+            with torch.cuda.stream(self.stream):
+                for p in self.module.parameters():
+                    p.data = p.data.to("cuda", non_blocking=True)
+                    p.data.record_stream(torch.cuda.current_stream())
+    """
+)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env["OFFLINT_CACHE_DIR"] = str(tmp_path / "cache")  # never the user's, never shared by tests
+    return env
+
+
+async def _start(tmp_path: Path, workspace: Path, **options: Any) -> Any:
+    config = pytest_lsp.ClientServerConfig(server_command=SERVER, server_env=_env(tmp_path))
+    client = await config.start()
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+            root_uri=from_fs_path(str(workspace)),
+            workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(workspace)) or "", name="ws")],
+            initialization_options={"idleMs": 100, **options},
+        )
+    )
+    return client
+
+
+async def _diagnostics_until(
+    client: Any, uri: str, wanted: Callable[[Sequence[types.Diagnostic]], bool]
+) -> Sequence[types.Diagnostic]:
+    """The first diagnostics published for `uri` that satisfy `wanted`."""
+
+    async def wait() -> Sequence[types.Diagnostic]:
+        while True:
+            if uri in client.diagnostics and wanted(client.diagnostics[uri]):
+                return client.diagnostics[uri]
+            await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+
+    return await asyncio.wait_for(wait(), WAIT_S)
+
+
+def _codes(diagnostics: Sequence[types.Diagnostic]) -> list[str]:
+    return sorted(str(d.code) for d in diagnostics)
+
+
+def _apply(text: str, edits: Sequence[types.TextEdit]) -> str:
+    """Apply LSP edits (ASCII text: UTF-16 columns are characters), last first."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        return starts[position.line] + position.character
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+    return text
+
+
+def _document_edits(action: types.CodeAction, uri: str) -> list[types.TextEdit]:
+    assert action.edit is not None and action.edit.document_changes, action
+    edits: list[types.TextEdit] = []
+    for change in action.edit.document_changes:
+        assert isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri
+        edits.extend(e for e in change.edits if isinstance(e, types.TextEdit))
+    return edits
+
+
+def _open(client: Any, uri: str, text: str, version: int = 1) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+
+
+def _replace(client: Any, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def _code_actions(client: Any, uri: str, diagnostic: types.Diagnostic, only: list[str] | None = None) -> list[types.CodeAction]:
+    found = await asyncio.wait_for(
+        client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=diagnostic.range,
+                context=types.CodeActionContext(diagnostics=[diagnostic], only=only),
+            )
+        ),
+        WAIT_S,
+    )
+    return [a for a in found or [] if isinstance(a, types.CodeAction)]
+
+
+def _workspace(tmp_path: Path, config: str = "[tool.offlint]\n") -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "pyproject.toml").write_text(config, encoding="utf-8")
+    return workspace
+
+
+@pytest.mark.asyncio
+async def test_the_editor_round_trip(tmp_path: Path) -> None:
+    """initialize, open a file with a hazard, receive the diagnostic, request and apply the code
+    action, see the diagnostic go, edit the configuration and see it reloaded, shut down."""
+    workspace = _workspace(tmp_path)
+    path = workspace / "offload.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, HAZARD)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL204" in _codes(ds))
+        assert _codes(shown) == ["OFL204"]
+        ofl204 = next(d for d in shown if d.code == "OFL204")
+        assert ofl204.source == "offlint" and ofl204.range.start.line == 12
+        assert ofl204.code_description is not None and ofl204.code_description.href.endswith("/OFL204.md")
+        assert isinstance(ofl204.data, dict) and ofl204.data["confidence"] == "high"
+        assert ofl204.severity == types.DiagnosticSeverity.Error  # high confidence
+
+        actions = await _code_actions(client, uri, ofl204)
+        fixes = [a for a in actions if a.title.startswith("OFL204") and "safe fix" in a.title]
+        assert len(fixes) == 1 and fixes[0].is_preferred and "unsafe" not in fixes[0].title, [a.title for a in actions]
+        assert any(a.title.startswith("OFL204: suppress") for a in actions)
+        fixed = _apply(HAZARD, _document_edits(fixes[0], uri))
+        assert "record_stream(consumer_stream)" in fixed
+        _replace(client, uri, fixed, 2)  # the editor applied the edit to its buffer
+        assert _codes(await _diagnostics_until(client, uri, lambda ds: "OFL204" not in _codes(ds))) == []
+
+        # the configuration changes on disk; the editor's file watcher says so
+        (workspace / "pyproject.toml").write_text('[tool.offlint]\nmin-confidence = "low"\n', encoding="utf-8")
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[
+                    types.FileEvent(
+                        uri=from_fs_path(str(workspace / "pyproject.toml")) or "", type=types.FileChangeType.Changed
+                    )
+                ]
+            )
+        )
+        shown = await _diagnostics_until(client, uri, lambda ds: bool(ds))
+        assert _codes(shown) == ["OFL104"] and shown[0].severity == types.DiagnosticSeverity.Information
+        assert any("configuration reloaded" in m.message for m in client.log_messages)
+    finally:
+        await client.shutdown_session()
+    assert client._server.returncode == 0  # exit after shutdown: 0, as the protocol says
+    await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_unsaved_text_is_analysed_and_suppression_is_offered(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    path = workspace / "offload.py"
+    path.write_text("import torch\n", encoding="utf-8")  # on disk: nothing to find
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, "import torch\n")
+        assert _codes(await _diagnostics_until(client, uri, lambda ds: True)) == []
+        _replace(client, uri, HAZARD, 2)  # typed, not saved
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL204" in _codes(ds))
+        ofl204 = next(d for d in shown if d.code == "OFL204")
+
+        hover = await asyncio.wait_for(
+            client.text_document_hover_async(
+                types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=ofl204.range.start)
+            ),
+            WAIT_S,
+        )
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        assert "**OFL204** `record-stream-on-allocating-stream`" in hover.contents.value
+        assert "docs/rules/OFL204.md" in hover.contents.value
+
+        actions = await _code_actions(client, uri, ofl204)
+        suppress = next(a for a in actions if a.title == "OFL204: suppress with `# offlint: ignore[OFL204]`")
+        text = _apply(HAZARD, _document_edits(suppress, uri))
+        assert "record_stream(torch.cuda.current_stream())  # offlint: ignore[OFL204]" in text
+        _replace(client, uri, text, 3)
+        assert _codes(await _diagnostics_until(client, uri, lambda ds: "OFL204" not in _codes(ds))) == []
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_fix_all_safe_fixes_through_resolve(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    path = workspace / "offload.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, HAZARD)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL204" in _codes(ds))
+        actions = await _code_actions(client, uri, shown[0], only=[types.CodeActionKind.SourceFixAll])
+        assert [a.title for a in actions] == ["offlint: fix all safe fixes"]
+        assert actions[0].kind == "source.fixAll.offlint" and actions[0].edit is None  # resolved on demand
+        resolved = await asyncio.wait_for(client.code_action_resolve_async(actions[0]), WAIT_S)
+        text = _apply(HAZARD, _document_edits(resolved, uri))
+        # what `offlint check --fix -` makes of the same text
+        cli = subprocess.run(
+            [sys.executable, "-m", "offlint", "check", "--fix", "--stdin-filename", str(path), "-"],
+            input=HAZARD, capture_output=True, text=True, cwd=workspace, env=_env(tmp_path), check=False,
+        )
+        assert text == cli.stdout and "record_stream(consumer_stream)" in text
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_reachability_chain_is_related_information(tmp_path: Path) -> None:
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        def sync_weights(x):
+            return x.item()
+
+
+        def step(x):
+            return sync_weights(x)
+
+
+        def capture(x):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step(x)
+        """
+    )
+    workspace = _workspace(tmp_path)
+    path = workspace / "runner.py"
+    path.write_text(source, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, source)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL105" in _codes(ds))
+        ofl105 = next(d for d in shown if d.code == "OFL105")
+        related = ofl105.related_information or []
+        assert [r.message for r in related][:1] == ["called from step"], related
+        assert related[0].location.uri == uri and related[0].location.range.start.line == 7  # def step
+        assert related[-1].location.range.start.line == 11  # def capture, where capture starts
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_notebook_gets_diagnostics_on_its_cell(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    notebook_uri = from_fs_path(str(workspace / "explore.ipynb")) or ""
+    cells = ["# notes", "import torch", HAZARD.replace("import torch\n", "")]
+    cell_uris = [f"vscode-notebook-cell:{workspace}/explore.ipynb#cell{i}" for i in range(len(cells))]
+    client = await _start(tmp_path, workspace)
+    try:
+        client.notebook_document_did_open(
+            types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=notebook_uri,
+                    notebook_type="jupyter-notebook",
+                    version=1,
+                    cells=[
+                        types.NotebookCell(
+                            kind=types.NotebookCellKind.Markup if i == 0 else types.NotebookCellKind.Code,
+                            document=cell_uris[i],
+                        )
+                        for i in range(len(cells))
+                    ],
+                ),
+                cell_text_documents=[
+                    types.TextDocumentItem(
+                        uri=cell_uris[i], language_id="markdown" if i == 0 else "python", version=1, text=cells[i]
+                    )
+                    for i in range(len(cells))
+                ],
+            )
+        )
+        shown = await _diagnostics_until(client, cell_uris[2], lambda ds: "OFL204" in _codes(ds))
+        ofl204 = next(d for d in shown if d.code == "OFL204")
+        assert cells[2].splitlines()[ofl204.range.start.line].strip().startswith("p.data.record_stream(")
+        assert client.diagnostics.get(cell_uris[1], []) == []
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+def _frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _read_messages(stream: bytes) -> list[dict[str, Any]]:
+    messages = []
+    while stream:
+        header, _, rest = stream.partition(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        messages.append(json.loads(rest[:length]))
+        stream = rest[length:]
+    return messages
+
+
+def test_malformed_requests_get_lsp_errors_and_the_server_goes_on(tmp_path: Path) -> None:
+    """Raw frames (no client library sends these on purpose): each broken message gets its
+    JSON-RPC error, and the same process then initializes and shuts down cleanly."""
+    workspace = _workspace(tmp_path)
+
+    def request(message_id: int, method: str, params: Any) -> bytes:
+        return _frame(json.dumps({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params}).encode())
+
+    frames = [
+        request(1, "textDocument/hover", {"textDocument": {"uri": "file:///x.py"}, "position": {"line": 0, "character": 0}}),
+        _frame(b"{not json"),
+        _frame(b"[1, 2]"),
+        request(2, "initialize", {"capabilities": {}, "processId": None, "rootUri": from_fs_path(str(workspace))}),
+        _frame(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}).encode()),
+        request(3, "textDocument/hover", {"textDocument": 5, "position": "here"}),
+        request(4, "offlint/noSuchMethod", {}),
+        request(5, "textDocument/codeAction", {"textDocument": {"uri": "file:///never/opened.py"},
+                                               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                                               "context": {"diagnostics": []}}),
+        request(6, "codeAction/resolve", {"title": "offlint: fix all safe fixes", "kind": "source.fixAll.offlint",
+                                          "data": {"uri": "file:///never/opened.py", "revision": 1}}),
+        _frame(json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": 7}}).encode()),
+        request(7, "shutdown", None),
+        _frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode()),
+    ]
+    done = subprocess.run(
+        SERVER, input=b"".join(frames), capture_output=True, env=_env(tmp_path), timeout=WAIT_S, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    replies = {m.get("id", "none"): m for m in _read_messages(done.stdout) if "method" not in m}
+    errors = [m for m in _read_messages(done.stdout) if "error" in m]
+    assert replies[1]["error"]["code"] == -32002  # before initialize
+    assert sorted(m["error"]["code"] for m in errors if m["id"] is None) == [-32700, -32600]
+    assert "capabilities" in replies[2]["result"]
+    assert replies[3]["error"]["code"] == -32602  # params of the wrong types
+    assert replies[4]["error"]["code"] == -32601
+    assert replies[5]["result"] is None  # a document never opened: nothing to offer, no error
+    assert replies[6]["error"]["code"] == -32602
+    assert replies[7]["result"] is None and "error" not in replies[7]
+    assert b"Traceback" not in done.stderr
+
+
+def test_without_the_extra_the_command_says_so(tmp_path: Path) -> None:
+    hide = "import sys; sys.modules['pygls'] = None; from offlint.cli import main; main(['server'])"
+    done = subprocess.run(
+        [sys.executable, "-c", hide], capture_output=True, text=True, env=_env(tmp_path), timeout=WAIT_S, check=False
+    )
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == [
+        "offlint: error: `offlint server` needs the server extra (pygls is not installed): pip install 'offlint[server]'"
+    ]
