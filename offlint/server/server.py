@@ -185,6 +185,11 @@ class OfflintServer(LanguageServer):
         cells = [(code, self.workspace.get_text_document(uri).source) for uri, code in buffer.cells]
         return editor.notebook_bytes(cells).decode("utf-8")
 
+    @staticmethod
+    def in_project_runs(buffer: Buffer) -> bool:
+        """A project run discovers files on disk: a buffer not saved yet is checked alone."""
+        return buffer.project is not None and buffer.path is not None and buffer.path.is_file()
+
     def buffer_of(self, uri: str) -> Buffer | None:
         return self.buffers.get(self.cell_owner.get(uri, uri))
 
@@ -236,8 +241,8 @@ class OfflintServer(LanguageServer):
             return
         buffer.quick = (revision, report)
         self.publish(buffer)
-        if buffer.project is None:
-            # no project run for an untitled buffer: its fixes are confirmed in the worker
+        if not self.in_project_runs(buffer):
+            # no project run reads a buffer that is no file on disk: its fixes are confirmed here
             with contextlib.suppress(Exception):
                 confirmed = await self.in_worker(confirmed_buffer, text, buffer.display, settings)
                 if buffer.revision == revision:
@@ -258,7 +263,7 @@ class OfflintServer(LanguageServer):
         key = str(project.root)
         while True:
             project.again = False
-            members = [b for b in self.buffers.values() if b.project == key and b.path is not None]
+            members = [b for b in self.buffers.values() if b.project == key and self.in_project_runs(b)]
             snapshot = {b.uri: b.revision for b in members}
             overlays: dict[str, bytes] = {}
             for b in members:
@@ -301,7 +306,7 @@ class OfflintServer(LanguageServer):
         it, starting one if none is due); None when it is not analysed (excluded)."""
         if buffer.full is not None and buffer.full[0] == buffer.revision:
             return buffer.full[1]
-        if buffer.project is not None:
+        if buffer.project is not None and self.in_project_runs(buffer):
             if buffer.idle is not None:
                 buffer.idle.cancel()
             self.request_project_run(buffer.project)
