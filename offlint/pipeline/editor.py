@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING
 
 from offlint.config import Config, ConfigFinder, SelectionOverrides
 from offlint.diagnostics import FileError, FileReport
-from offlint.pipeline.check import CheckOptions, below_floor_hidden, check_paths, guarded_check, settings_for
+from offlint.pipeline.check import (
+    CheckOptions,
+    below_floor_hidden,
+    check_paths,
+    guarded_check,
+    settings_for,
+)
 
 if TYPE_CHECKING:
     from offlint.analysis.engine import FileSettings
