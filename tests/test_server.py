@@ -408,3 +408,56 @@ def test_without_the_extra_the_command_says_so(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         "offlint: error: `offlint server` needs the server extra (pygls is not installed): pip install 'offlint[server]'"
     ]
+
+
+@pytest.mark.asyncio
+async def test_cross_module_facts_reach_the_edited_buffer(tmp_path: Path) -> None:
+    """A helper module is capture-reachable only through another module's capture region: the
+    fast pass alone cannot know; the project run (check's cross-module rounds) says so, and the
+    edits that follow keep what it learnt."""
+    workspace = _workspace(tmp_path)
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (workspace / "pkg" / "runner.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            from pkg.helpers import step
+
+
+            def capture(x):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    step(x)
+            """
+        ),
+        encoding="utf-8",
+    )
+    helpers = "import torch\n\n\ndef step(x):\n    return x.item()\n"
+    path = workspace / "pkg" / "helpers.py"
+    path.write_text(helpers, encoding="utf-8")
+    cli = subprocess.run(
+        [sys.executable, "-m", "offlint", "check", "--output-format", "concise", "."],
+        capture_output=True, text=True, cwd=workspace, env=_env(tmp_path), check=False,
+    )
+    assert "pkg/helpers.py:5:12: OFL105" in cli.stdout  # what CI reports
+    uri = from_fs_path(str(path)) or ""
+    # no project run after the edit (only on open): what follows the edit is the fast pass's
+    client = await _start(tmp_path, workspace, idleMs=600_000)
+    try:
+        _open(client, uri, helpers)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL105" in _codes(ds))
+        assert shown[0].range.start.line == 4
+        assert shown[0].related_information is not None
+        assert "pkg.runner.capture" in shown[0].related_information[0].message
+        assert shown[0].related_information[0].location.uri.endswith("/pkg/runner.py")
+        edited = helpers.replace("def step(x):\n", "def step(x):\n    x = x + 1\n")
+        _replace(client, uri, edited, 2)  # unsaved: the fast pass, with the project run's seeds
+        after = await _diagnostics_until(
+            client, uri, lambda ds: any(d.code == "OFL105" and d.range.start.line == 5 for d in ds)
+        )
+        assert _codes(after) == ["OFL105"]
+    finally:
+        await client.shutdown_session()
+        await client.stop()

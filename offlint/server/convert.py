@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -107,11 +108,19 @@ def chain_links(note: str | None) -> list[tuple[str, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str) -> ast.Module | None:
+    """One parse per text, however many links of however many findings look into it."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def definition_line(source: str, qualname: str) -> int | None:
     """The 1-based line of `def`/`class` `qualname` (`Class.method`, `outer.inner`) in source."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parsed(source)
+    if tree is None:
         return None
     scope: list[ast.stmt] = tree.body
     found: ast.stmt | None = None
