@@ -461,3 +461,33 @@ async def test_cross_module_facts_reach_the_edited_buffer(tmp_path: Path) -> Non
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_broken_configuration_is_shown_and_the_fixed_one_reloaded(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path, '[tool.offlint]\nselect = "OFL2"\n')  # a string, not a list
+    path = workspace / "offload.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, HAZARD)
+
+        async def message() -> types.ShowMessageParams:
+            while not client.messages:
+                await client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)
+            return client.messages[0]
+
+        shown = await asyncio.wait_for(message(), WAIT_S)
+        assert shown.type == types.MessageType.Error
+        assert "pyproject.toml:2: [tool.offlint] select must be a list of strings" in shown.message
+        (workspace / "pyproject.toml").write_text('[tool.offlint]\nselect = ["OFL2"]\n', encoding="utf-8")
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=from_fs_path(str(workspace / "pyproject.toml")) or "", type=types.FileChangeType.Changed)]
+            )
+        )
+        assert _codes(await _diagnostics_until(client, uri, lambda ds: bool(ds))) == ["OFL204"]
+    finally:
+        await client.shutdown_session()
+        await client.stop()

@@ -107,6 +107,8 @@ class OfflintServer(LanguageServer):
         self._worker: concurrent.futures.ProcessPoolExecutor | None = None
         self.changed: asyncio.Condition | None = None  # made on the loop, in `initialized`
         self.related_supported = True
+        self.stopping = False
+        self.problems_shown: set[str] = set()
         self.resolve_edits = False
 
     # ------------------------------------------------------------------ the worker process
@@ -115,6 +117,8 @@ class OfflintServer(LanguageServer):
     def worker(self) -> concurrent.futures.ProcessPoolExecutor:
         """The process that runs project runs and "fix all": spawned, not forked (this process
         holds threads), and ended with this one (`watch_parent`)."""
+        if self.stopping:
+            raise RuntimeError("the server is shutting down")
         if self._worker is None:
             from offlint.pipeline.processes import watch_parent
 
@@ -132,9 +136,23 @@ class OfflintServer(LanguageServer):
             raise
 
     def stop_worker(self) -> None:
-        if self._worker is not None:
-            self._worker.shutdown(wait=False, cancel_futures=True)
-            self._worker = None
+        """End the worker now: a project run in progress is of no use to a server that stops,
+        and the interpreter's exit would otherwise wait for it."""
+        self.stopping = True
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        processes = list(getattr(worker, "_processes", {}).values())
+        worker.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.kill()
+
+    def shutdown(self) -> None:
+        """The connection ended (after `exit`, or the client went away): workers first."""
+        self.stop_worker()
+        self.fast.shutdown(wait=False, cancel_futures=True)
+        super().shutdown()
 
     # ------------------------------------------------------------------ buffers and projects
 
@@ -210,6 +228,14 @@ class OfflintServer(LanguageServer):
             buffer.idle = loop.call_later(delay, self.request_project_run, buffer.project)
 
     async def fast_pass(self, buffer: Buffer, delay: float) -> None:
+        try:
+            await self._fast_pass(buffer, delay)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug here costs this buffer's diagnostics, never the server
+            logger.exception("checking %s failed", buffer.uri)
+
+    async def _fast_pass(self, buffer: Buffer, delay: float) -> None:
         if delay:
             await asyncio.sleep(delay)
         revision = buffer.revision
@@ -269,12 +295,16 @@ class OfflintServer(LanguageServer):
             for b in members:
                 assert b.path is not None
                 overlays[os.path.realpath(b.path)] = self.text_of(b).encode("utf-8")
+            if self.stopping:
+                return
             try:
                 result = await self.in_worker(editor.check_project, key, overlays)
             except ConfigError as exc:
                 self.config_problem(str(exc))
                 result = None
             except Exception as exc:  # the worker died, or a bug: said once, the server goes on
+                if self.stopping:
+                    return
                 logger.exception("project run failed")
                 self.show(types.MessageType.Error, f"offlint: checking {key} failed: {exc}")
                 result = None
@@ -411,6 +441,7 @@ class OfflintServer(LanguageServer):
 
     def reload_configuration(self) -> None:
         """A configuration file changed: settings found anew, every buffer checked again."""
+        self.problems_shown.clear()
         for project in self.projects.values():
             base = project.root if project.root.is_dir() else project.root.parent
             project.settings = editor.BufferSettings(base)
@@ -422,6 +453,10 @@ class OfflintServer(LanguageServer):
         self.log(types.MessageType.Info, "offlint: configuration reloaded")
 
     def config_problem(self, message: str) -> None:
+        """Said once (the fast pass and the project run both meet it), again after a reload."""
+        if message in self.problems_shown:
+            return
+        self.problems_shown.add(message)
         self.show(types.MessageType.Error, f"offlint: {message}")
 
     def show(self, kind: types.MessageType, message: str) -> None:
@@ -516,7 +551,6 @@ def _warm_up() -> None:
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: OfflintServer, params: None) -> None:
     ls.stop_worker()
-    ls.fast.shutdown(wait=False, cancel_futures=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
