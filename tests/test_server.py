@@ -491,3 +491,28 @@ async def test_a_broken_configuration_is_shown_and_the_fixed_one_reloaded(tmp_pa
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_an_unsafe_fix_is_labelled_and_never_in_fix_all(tmp_path: Path) -> None:
+    source = (REPO / "fixtures" / "sglang_offloader_original.py").read_text(encoding="utf-8")
+    workspace = _workspace(tmp_path)
+    path = workspace / "offloader.py"
+    path.write_text(source, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, source)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL101" in _codes(ds))
+        assert _codes(shown) == ["OFL101", "OFL103"]
+        ofl101 = next(d for d in shown if d.code == "OFL101")
+        assert ofl101.severity == types.DiagnosticSeverity.Warning and ofl101.message.endswith("[medium]")
+        actions = await _code_actions(client, uri, ofl101)
+        fixes = [a for a in actions if a.title.startswith("OFL101") and a.title.endswith("(unsafe fix)")]
+        assert len(fixes) == 1 and not fixes[0].is_preferred
+        fixed = _apply(source, _document_edits(fixes[0], uri))
+        assert "torch.cuda.is_current_stream_capturing()" in fixed  # the primed-overlap rewrite
+        assert not any(a.kind == "source.fixAll.offlint" for a in actions)  # no safe fix here
+    finally:
+        await client.shutdown_session()
+        await client.stop()
