@@ -516,3 +516,26 @@ async def test_an_unsafe_fix_is_labelled_and_never_in_fix_all(tmp_path: Path) ->
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_file_outside_every_workspace_folder_is_checked_as_named(tmp_path: Path) -> None:
+    """No workspace folder at all (an editor opened one file): the file is its own project."""
+    folder = tmp_path / "loose"
+    folder.mkdir()
+    path = folder / "offload.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    config = pytest_lsp.ClientServerConfig(server_command=SERVER, server_env=_env(tmp_path))
+    client = await config.start()
+    try:
+        await client.initialize_session(
+            types.InitializeParams(capabilities=pytest_lsp.client_capabilities("neovim"), root_uri=None)
+        )
+        _open(client, uri, HAZARD)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL204" in _codes(ds))
+        actions = await _code_actions(client, uri, next(d for d in shown if d.code == "OFL204"))
+        assert any(a.title.startswith("OFL204") and a.title.endswith("(safe fix)") for a in actions)
+    finally:
+        await client.shutdown_session()
+        await client.stop()
