@@ -203,6 +203,10 @@ def main() -> None:
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
                     "load_average": os.getloadavg()},
+        "commit": subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
+        ).stdout.strip(),
+        "command": "python -m benchmarks.server_latency " + " ".join(sys.argv[1:]),
         "file_lines": LINES,
         "cold_check_s": cold,
         "cold_check_median_s": cold_median,

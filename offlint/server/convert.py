@@ -13,7 +13,7 @@ import difflib
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lsprotocol import types
@@ -164,7 +164,7 @@ def related_information(
     uri: str,
     diagnostic: Diagnostic,
     root: Path | None,
-    uri_of_path: object,
+    uri_of_path: Callable[[str], str | None],
 ) -> list[types.DiagnosticRelatedInformation]:
     """The reachability chain: one entry per call on the way from where capture starts, at the
     definition it names (in this buffer, or in the module of the workspace it names), else at
@@ -187,9 +187,8 @@ def related_information(
                 other_line = definition_line(other, local) if local else 1
                 if other_line is not None:
                     other_lines = other.splitlines(keepends=True)
-                    assert callable(uri_of_path)
                     location = types.Location(
-                        uri=str(uri_of_path(os.fspath(path))), range=_line_range(codec, other_lines, other_line)
+                        uri=uri_of_path(os.fspath(path)) or uri, range=_line_range(codec, other_lines, other_line)
                     )
         out.append(types.DiagnosticRelatedInformation(location=location, message=said))
     return out
