@@ -379,6 +379,12 @@ def test_malformed_requests_get_lsp_errors_and_the_server_goes_on(tmp_path: Path
         request(6, "codeAction/resolve", {"title": "offlint: fix all safe fixes", "kind": "source.fixAll.offlint",
                                           "data": {"uri": "file:///never/opened.py", "revision": 1}}),
         _frame(json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": 7}}).encode()),
+        _frame(json.dumps({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": "file:///never/opened.py", "version": 2},
+            "contentChanges": [{"range": {"start": {"line": 99, "character": 0}, "end": {"line": 99, "character": 1}},
+                                "text": "x"}]}}).encode()),
+        request(8, "textDocument/hover", {"textDocument": {"uri": "file:///never/opened.py"},
+                                          "position": {"line": 10**6, "character": 10**6}}),
         request(7, "shutdown", None),
         _frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode()),
     ]
@@ -395,6 +401,7 @@ def test_malformed_requests_get_lsp_errors_and_the_server_goes_on(tmp_path: Path
     assert replies[4]["error"]["code"] == -32601
     assert replies[5]["result"] is None  # a document never opened: nothing to offer, no error
     assert replies[6]["error"]["code"] == -32602
+    assert replies[8]["result"] is None and "error" not in replies[8]
     assert replies[7]["result"] is None and "error" not in replies[7]
     assert b"Traceback" not in done.stderr
 
