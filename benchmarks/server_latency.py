@@ -12,7 +12,8 @@ look-alike calls, no findings) up to 2 000 lines, in a fresh workspace folder wi
 - the server: `python -m offlint server` driven by pygls's client over stdio. After the file is
   opened and its first project run is done (warm: imports paid, the worker process up), each
   edit is one incremental `didChange` (a line inserted or removed, alternately) and its latency
-  is the wall time from sending it to receiving the `publishDiagnostics` for that version, with
+  is the wall time from sending it to receiving the `publishDiagnostics` for that version (the
+  module stays valid, its findings the same: the run stops otherwise), with
   the server's defaults (25 ms debounce). Edits are sequential: the next is sent when the last
   one's diagnostics arrived.
 
@@ -145,7 +146,9 @@ async def server_edits(path: Path, edits: int, env: dict[str, str]) -> dict[str,
     project_run = time.perf_counter() - started
     latencies = []
     codes_seen = set()
-    insert_at = 40  # inside the offloader's module body, before its classes
+    # before the first top-level class: a statement of its own there keeps the module valid (an
+    # edit that breaks the syntax is reported at once, and would flatter the latency)
+    insert_at = next(i for i, line in enumerate(text.splitlines()) if line.startswith("class "))
     for index in range(edits):
         version = index + 2
         if index % 2 == 0:
@@ -180,6 +183,30 @@ async def server_edits(path: Path, edits: int, env: dict[str, str]) -> dict[str,
     }
 
 
+def analysis_only(text: str, runs: int) -> tuple[list[float], dict[str, float]]:
+    """The same edits' analysis in this process, without the server: `check_buffer` (what the
+    fast pass runs) on each edited text, imports and a first run paid before."""
+    from offlint.config import Config, SelectionOverrides
+    from offlint.pipeline import editor
+    from offlint.pipeline.check import settings_for
+
+    settings = settings_for(Config(root=REPO), SelectionOverrides(), None)
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("class "))
+    editor.check_buffer(text, "offloader_2000.py", settings)
+    times = []
+    stages: dict[str, list[float]] = {}
+    for index in range(runs):
+        edited = "".join([*lines[:at], f"_edited_{index} = {index}\n", *lines[at:]])
+        started = time.perf_counter()
+        report = editor.check_buffer(edited, "offloader_2000.py", settings)
+        times.append(time.perf_counter() - started)
+        rules = sum(v for k, v in report.timings.items() if k.startswith("rule "))
+        for stage, seconds in [*((k, v) for k, v in report.timings.items() if not k.startswith("rule ")), ("rules", rules)]:
+            stages.setdefault(stage, []).append(seconds)
+    return times, {stage: statistics.median(values) for stage, values in stages.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=40)
@@ -194,7 +221,10 @@ def main() -> None:
         env = _env(Path(folder) / "cache")
         cold, cold_output = cold_check(path, args.cold, env)
         served = asyncio.run(server_edits(path, args.edits, env))
+        alone, stages = analysis_only(path.read_text(encoding="utf-8"), max(5, args.edits // 2))
     edits = served["edit_latencies_s"]
+    if served["codes_after_edits"] != [sorted(served["first_codes"])]:
+        sys.exit(f"the edits changed the findings ({served['codes_after_edits']}): not the latency of a valid edit")
     cold_median = statistics.median(cold)
     edit_median = statistics.median(edits)
     edit_p90 = sorted(edits)[max(0, int(len(edits) * 0.9) - 1)]
@@ -216,6 +246,9 @@ def main() -> None:
         "edit_p90_s": edit_p90,
         "edit_max_s": max(edits),
         "ratio_cold_check_over_edit": cold_median / edit_median,
+        "analysis_only_s": alone,
+        "analysis_only_median_s": statistics.median(alone),
+        "analysis_stage_medians_s": stages,
         "target_s": 0.2,
     }
     RESULTS.mkdir(exist_ok=True)
@@ -227,6 +260,11 @@ def main() -> None:
     print(
         f"server, warm edit -> diagnostics: median {edit_median * 1000:.0f} ms, p90 {edit_p90 * 1000:.0f} ms,"
         f" max {max(edits) * 1000:.0f} ms over {len(edits)} edits (target 200 ms)"
+    )
+    print(
+        f"the fast pass's analysis alone (check_buffer in-process, no server):"
+        f" median {statistics.median(alone) * 1000:.0f} ms over {len(alone)} edits; by stage: "
+        + ", ".join(f"{k} {v * 1000:.0f}" for k, v in sorted(stages.items(), key=lambda kv: -kv[1]) if v >= 0.002)
     )
     print(f"ratio cold check / warm edit: {cold_median / edit_median:.1f}x")
     print(f"load average {os.getloadavg()[0]:.2f}; record: {out.relative_to(REPO)}")
