@@ -52,12 +52,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-async def _start(tmp_path: Path, workspace: Path, **options: Any) -> Any:
+async def _start(
+    tmp_path: Path, workspace: Path, capabilities: types.ClientCapabilities | None = None, **options: Any
+) -> Any:
     config = pytest_lsp.ClientServerConfig(server_command=SERVER, server_env=_env(tmp_path))
     client = await config.start()
     await client.initialize_session(
         types.InitializeParams(
-            capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+            capabilities=capabilities or pytest_lsp.client_capabilities("visual-studio-code"),
             root_uri=from_fs_path(str(workspace)),
             workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(workspace)) or "", name="ws")],
             initialization_options={"idleMs": 100, **options},
@@ -252,6 +254,24 @@ async def test_fix_all_safe_fixes_through_resolve(tmp_path: Path) -> None:
             input=HAZARD, capture_output=True, text=True, cwd=workspace, env=_env(tmp_path), check=False,
         )
         assert text == cli.stdout and "record_stream(consumer_stream)" in text
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_fix_all_comes_with_its_edit_where_the_client_cannot_resolve(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    path = workspace / "offload.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace, capabilities=types.ClientCapabilities())
+    try:
+        _open(client, uri, HAZARD)
+        shown = await _diagnostics_until(client, uri, lambda ds: "OFL204" in _codes(ds))
+        actions = await _code_actions(client, uri, shown[0], only=["source.fixAll.offlint"])
+        assert [a.title for a in actions] == ["offlint: fix all safe fixes"]
+        assert "record_stream(consumer_stream)" in _apply(HAZARD, _document_edits(actions[0], uri))
     finally:
         await client.shutdown_session()
         await client.stop()
