@@ -178,7 +178,14 @@ async def test_the_editor_round_trip(tmp_path: Path) -> None:
         _replace(client, uri, fixed, 2)  # the editor applied the edit to its buffer
         assert _codes(await _diagnostics_until(client, uri, lambda ds: "OFL204" not in _codes(ds))) == []
 
-        # the configuration changes on disk; the editor's file watcher says so
+        # the configuration changes on disk; the editor's file watcher says so (the editor has it
+        # open too: a TOML buffer is no Python to check)
+        config_uri = from_fs_path(str(workspace / "pyproject.toml")) or ""
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=config_uri, language_id="toml", version=1, text="[tool.offlint]\n")
+            )
+        )
         (workspace / "pyproject.toml").write_text('[tool.offlint]\nmin-confidence = "low"\n', encoding="utf-8")
         client.workspace_did_change_watched_files(
             types.DidChangeWatchedFilesParams(
@@ -192,6 +199,7 @@ async def test_the_editor_round_trip(tmp_path: Path) -> None:
         shown = await _diagnostics_until(client, uri, lambda ds: bool(ds))
         assert _codes(shown) == ["OFL104"] and shown[0].severity == types.DiagnosticSeverity.Information
         assert any("configuration reloaded" in m.message for m in client.log_messages)
+        assert config_uri not in client.diagnostics
     finally:
         await client.shutdown_session()
     assert client._server.returncode == 0  # exit after shutdown: 0, as the protocol says

@@ -558,6 +558,8 @@ def did_open(ls: OfflintServer, params: types.DidOpenTextDocumentParams) -> None
     uri = params.text_document.uri
     if uri in ls.cell_owner:
         return  # a notebook's cell: its notebook is the buffer
+    if params.text_document.language_id != "python" and not uri.endswith((".py", ".pyi")):
+        return  # a configuration file, a README: not what `check` reads
     buffer = ls.open_buffer(uri)
     ls.edited(buffer, now=True)
 
