@@ -574,3 +574,24 @@ async def test_a_file_outside_every_workspace_folder_is_checked_as_named(tmp_pat
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_code_action_under_a_broken_configuration_answers(tmp_path: Path) -> None:
+    """No report can be made while the configuration is broken: the request gets an answer
+    (no actions) once the project run is over, not a wait for ever."""
+    workspace = _workspace(tmp_path, '[tool.offlint]\nselect = ["OFL999"]\n')
+    path = workspace / "offload.py"
+    path.write_text(HAZARD, encoding="utf-8")
+    uri = from_fs_path(str(path)) or ""
+    client = await _start(tmp_path, workspace)
+    try:
+        _open(client, uri, HAZARD)
+        anywhere = types.Diagnostic(
+            range=types.Range(start=types.Position(12, 0), end=types.Position(12, 10)), message="", code="OFL204"
+        )
+        assert await _code_actions(client, uri, anywhere) == []
+        assert any("OFL999" in m.message for m in client.messages)
+    finally:
+        await client.shutdown_session()
+        await client.stop()

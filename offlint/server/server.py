@@ -342,11 +342,16 @@ class OfflintServer(LanguageServer):
             self.request_project_run(buffer.project)
         revision = buffer.revision
         assert self.changed is not None
+        project = self.projects.get(buffer.project) if buffer.project is not None else None
+        runs_before = project.runs if project is not None else 0
 
         def ready() -> bool:
-            return buffer.revision != revision or buffer.excluded or (
-                buffer.full is not None and buffer.full[0] == revision
-            )
+            if buffer.revision != revision or buffer.excluded:
+                return True
+            if buffer.full is not None and buffer.full[0] == revision:
+                return True
+            # the runs asked for are over without a report for this text (a configuration error)
+            return project is not None and project.runs > runs_before and not project.again
 
         async with self.changed:
             try:
