@@ -77,7 +77,8 @@ class Project:
     settings: editor.BufferSettings
     running: asyncio.Task[None] | None = None
     again: bool = False
-    runs: int = 0  # finished runs, for those waiting on the next one
+    started: int = 0  # runs begun (numbered from 1)
+    finished: int = 0  # the number of the last run over, for those waiting on one
 
 
 class OfflintServer(LanguageServer):
@@ -289,6 +290,8 @@ class OfflintServer(LanguageServer):
         key = str(project.root)
         while True:
             project.again = False
+            project.started += 1
+            number = project.started
             members = [b for b in self.buffers.values() if b.project == key and self.in_project_runs(b)]
             snapshot = {b.uri: b.revision for b in members}
             overlays: dict[str, bytes] = {}
@@ -320,7 +323,7 @@ class OfflintServer(LanguageServer):
                     if report is not None and b.revision == snapshot[b.uri]:
                         b.full = (b.revision, report)
                     self.publish(b)
-            project.runs += 1
+            project.finished = number
             await self.notify_changed()
             if not project.again:
                 return
@@ -336,22 +339,23 @@ class OfflintServer(LanguageServer):
         it, starting one if none is due); None when it is not analysed (excluded)."""
         if buffer.full is not None and buffer.full[0] == buffer.revision:
             return buffer.full[1]
-        if buffer.project is not None and self.in_project_runs(buffer):
+        project = self.projects.get(buffer.project) if buffer.project is not None else None
+        # the run that reads this text: the next to begin (a run under way read an older one)
+        wanted = project.started + 1 if project is not None else 0
+        if project is not None and self.in_project_runs(buffer):
             if buffer.idle is not None:
                 buffer.idle.cancel()
-            self.request_project_run(buffer.project)
+            self.request_project_run(str(project.root))
         revision = buffer.revision
         assert self.changed is not None
-        project = self.projects.get(buffer.project) if buffer.project is not None else None
-        runs_before = project.runs if project is not None else 0
 
         def ready() -> bool:
             if buffer.revision != revision or buffer.excluded:
                 return True
             if buffer.full is not None and buffer.full[0] == revision:
                 return True
-            # the runs asked for are over without a report for this text (a configuration error)
-            return project is not None and project.runs > runs_before and not project.again
+            # the run that read this text is over, without a report for it (a configuration error)
+            return project is not None and project.finished >= wanted
 
         async with self.changed:
             try:
