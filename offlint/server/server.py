@@ -79,6 +79,7 @@ class Project:
     again: bool = False
     started: int = 0  # runs begun (numbered from 1)
     finished: int = 0  # the number of the last run over, for those waiting on one
+    generation: int = 0  # bumped when the configuration is read anew: older runs' results are void
 
 
 class OfflintServer(LanguageServer):
@@ -292,6 +293,7 @@ class OfflintServer(LanguageServer):
             project.again = False
             project.started += 1
             number = project.started
+            generation = project.generation
             members = [b for b in self.buffers.values() if b.project == key and self.in_project_runs(b)]
             snapshot = {b.uri: b.revision for b in members}
             overlays: dict[str, bytes] = {}
@@ -311,7 +313,7 @@ class OfflintServer(LanguageServer):
                 logger.exception("project run failed")
                 self.show(types.MessageType.Error, f"offlint: checking {key} failed: {exc}")
                 result = None
-            if result is not None:
+            if result is not None and generation == project.generation:
                 for b in members:
                     if self.buffers.get(b.uri) is not b:
                         continue
@@ -454,6 +456,7 @@ class OfflintServer(LanguageServer):
         for project in self.projects.values():
             base = project.root if project.root.is_dir() else project.root.parent
             project.settings = editor.BufferSettings(base)
+            project.generation += 1
         for buffer in self.buffers.values():
             buffer.settings = None
             buffer.excluded = False
