@@ -57,12 +57,15 @@ def check_project(root: str, overlays: Mapping[str, bytes], use_cache: bool = Tr
     cwd = path if path.is_dir() else path.parent
     analysed: dict[str, FileSettings] = {}
     real_paths: dict[str, str] = {}
+    # where `check` keeps it: OFFLINT_CACHE_DIR (its --cache-dir), else the project root's
+    cache_dir = os.environ.get("OFFLINT_CACHE_DIR")
     report = check_paths(
         CheckOptions(
             paths=(path,),
             cwd=cwd,
             jobs=1,
             use_cache=use_cache,
+            cache_dir=Path(cache_dir) if cache_dir else None,
             overlays=dict(overlays),
             analysed_with=analysed,
             real_paths=real_paths,
