@@ -87,3 +87,36 @@ def test_notebook_bytes_are_what_check_reads() -> None:
     settings = settings_for(Config(root=REPO), SelectionOverrides(), None)
     report = editor.check_buffer(data.decode(), "nb.ipynb", settings)
     assert [(d.code, d.cell, d.location.line) for d in report.diagnostics] == [("OFL204", 3, 8)]
+
+
+def test_line_edits_turn_one_text_into_the_other() -> None:
+    import pytest
+
+    pytest.importorskip("pygls", reason="the server extra (pygls) is not installed")
+    from pygls.workspace.position_codec import PositionCodec
+
+    from offlint.server.convert import edits_between
+
+    def apply(text: str, edits) -> str:  # type: ignore[no-untyped-def]
+        lines = text.splitlines(keepends=True)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+
+        def offset(position) -> int:  # type: ignore[no-untyped-def]
+            return len(text) if position.line >= len(lines) else starts[position.line] + position.character
+
+        for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+            text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+        return text
+
+    codec = PositionCodec()
+    cases = [
+        ("a\nb\nc\n", "a\nB\nc\n"),
+        ("a\nb\nc", "a\nb\nc  # offlint: ignore[OFL105]"),  # the last line has no line break
+        ("a\nb\n", "x\na\nb\ny\n"),
+        ("", "a\n"),
+        ("a\n", ""),
+    ]
+    for old, new in cases:
+        assert apply(old, edits_between(codec, old, new)) == new, (old, new)
