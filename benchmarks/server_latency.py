@@ -14,7 +14,7 @@ look-alike calls, no findings) up to 2 000 lines, in a fresh workspace folder wi
   edit is one incremental `didChange` (a line inserted or removed, alternately) and its latency
   is the wall time from sending it to receiving the `publishDiagnostics` for that version (the
   module stays valid, its findings the same: the run stops otherwise), with
-  the server's defaults (25 ms debounce). Edits are sequential: the next is sent when the last
+  the server's defaults (10 ms debounce). Edits are sequential: the next is sent when the last
   one's diagnostics arrived.
 
 Prints the latencies and the ratio cold CLI / warm edit; writes the record to

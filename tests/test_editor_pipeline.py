@@ -120,3 +120,21 @@ def test_line_edits_turn_one_text_into_the_other() -> None:
     ]
     for old, new in cases:
         assert apply(old, edits_between(codec, old, new)) == new, (old, new)
+
+
+def test_the_chain_finds_each_definition_it_names() -> None:
+    import pytest
+
+    pytest.importorskip("pygls", reason="the server extra (pygls) is not installed")
+    from offlint.server.convert import chain_links, definition_line
+
+    source = (
+        "import torch\n\nclass A:\n    x = 1\n\n    def f(self):\n        def inner():\n            pass\n\n"
+        "    async def g(self):\n        pass\n\ndef f():\n    pass\n\nclass B:\n    def f(self):\n        pass\n"
+    )
+    expected = {"A": 3, "A.f": 6, "A.f.<locals>.inner": 7, "A.g": 10, "f": 13, "B.f": 17, "B.g": None}
+    assert {name: definition_line(source, name) for name in expected} == expected
+    assert chain_links("capture-reachable: called from A.f ← pkg.run.step (inside a CUDA graph capture region)") == [
+        ("called from A.f", "A.f"),
+        ("← pkg.run.step (inside a CUDA graph capture region)", "pkg.run.step"),
+    ]

@@ -3,7 +3,7 @@ Protocol (stdio), built on pygls.
 
 Two passes, both through `offlint/pipeline/` (`pipeline/editor.py`), none of its own:
 
-- on every edit (after `debounceMs`, default 25), the edited buffer alone, on a thread of this
+- on every edit (after `debounceMs`, default 10), the edited buffer alone, on a thread of this
   process, with the settings the last project run analysed its file with (the seeds other
   modules give it included): `check`'s diagnostics for that text, their fixes not yet confirmed;
 - when a buffer is opened or saved, when the configuration changes and when typing pauses
@@ -44,7 +44,7 @@ T = TypeVar("T")
 
 CONFIG_FILE_NAMES = frozenset({".offlint.toml", "offlint.toml", "pyproject.toml"})
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.offlint"
-DEFAULT_DEBOUNCE_MS = 25
+DEFAULT_DEBOUNCE_MS = 10
 DEFAULT_IDLE_MS = 1000
 # how long a code action waits for the project run that confirms the buffer's fixes
 FIX_WAIT_S = 60.0
