@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+# `offlint server` without its extra (pygls, lsprotocol): told apart from a usage error
+EXIT_MISSING_EXTRA = 3
 
 _LAZY_COMMANDS = {
     "check": ("offlint.cli", "check_command"),
@@ -36,6 +38,7 @@ _LAZY_COMMANDS = {
     "rule": ("offlint.cli", "rule_command"),
     "rules": ("offlint.cli", "rules_command"),
     "clean": ("offlint.cli", "clean_command"),
+    "server": ("offlint.cli", "server_command"),
 }
 _HELP = {
     "check": "Find CUDA-graph capture hazards in Python files.",
@@ -44,6 +47,7 @@ _HELP = {
     "rule": "Show the documentation of one rule.",
     "rules": "List every rule.",
     "clean": "Remove the cache folders of a project.",
+    "server": "Serve diagnostics and fixes to an editor (Language Server Protocol, stdio).",
 }
 
 
@@ -846,6 +850,26 @@ def rule_json(spec: Any) -> dict[str, Any]:
         "explanation": spec.markdown(),
         "preview": False,
     }
+
+
+@click.command("server")
+@click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the default and only transport).")
+def server_command(stdio: bool) -> None:
+    """Run the language server on stdin/stdout: diagnostics as you type, fixes and suppressions
+    as code actions (needs the `server` extra: pip install 'offlint[server]')."""
+    try:
+        import lsprotocol  # noqa: F401
+        import pygls  # noqa: F401
+    except ImportError as exc:
+        click.echo(
+            f"offlint: error: `offlint server` needs the server extra ({exc.name} is not installed):"
+            " pip install 'offlint[server]'",
+            err=True,
+        )
+        sys.exit(EXIT_MISSING_EXTRA)
+    from offlint.server.server import start
+
+    start()
 
 
 @click.command("rule")

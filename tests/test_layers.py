@@ -36,13 +36,18 @@ FORBIDDEN = {
     # the semantic core computes facts from Python's rules: no libcst, no rules, no run
     "semantics": ("offlint.analysis", "offlint.fixing", "offlint.pipeline", "offlint.cli", "offlint.probing", "offlint.reporting", "libcst", "torch"),
     # analysis turns files into findings: it never fixes, runs, prints or probes
-    "analysis": ("offlint.fixing", "offlint.pipeline", "offlint.cli", "offlint.cli_fix", "offlint.probing", "torch"),
+    "analysis": ("offlint.fixing", "offlint.pipeline", "offlint.cli", "offlint.cli_fix", "offlint.probing", "offlint.server", "torch"),
     # fixing knows the analysis model it rewrites from, never the run that drives it
     "fixing": ("offlint.pipeline", "offlint.cli", "offlint.cli_fix", "offlint.probing", "torch"),
     # probing runs code on a GPU: no analysis, no libcst
     "probing": ("offlint.analysis", "offlint.fixing", "offlint.pipeline", "libcst"),
     "reporting": ("offlint.analysis", "offlint.fixing", "offlint.pipeline", "offlint.probing", "libcst"),
-    "pipeline": ("offlint.cli", "offlint.cli_fix", "offlint.probing"),
+    "pipeline": ("offlint.cli", "offlint.cli_fix", "offlint.probing", "offlint.server"),
+    # the language server goes through the pipeline, as the command line does: no analysis of
+    # its own (pipeline/editor.py), no fixer called around it
+    "server": (
+        "offlint.analysis", "offlint.fixing", "offlint.probing", "offlint.cli", "offlint.cli_fix", "libcst", "torch",
+    ),
     # the command line goes through the pipeline
     "cli": ("offlint.analysis", "offlint.fixing"),
     "cli_fix": ("offlint.analysis", "offlint.fixing"),

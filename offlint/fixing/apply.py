@@ -69,10 +69,15 @@ class FixSettings:
     # its functions, segmented capture): `fix` sees the findings `check` showed, not fewer
     seeds: tuple[Seed, ...] = ()
     segmented_capture: bool = False
+    # the semantic core's receiver objects (`FileSettings.hints`)
+    hints: tuple[tuple[str, str, str], ...] = ()
 
     def model_options(self) -> ModelOptions:
         return ModelOptions(
-            capture_reachable=self.capture_reachable, seeds=self.seeds, segmented_capture=self.segmented_capture
+            capture_reachable=self.capture_reachable,
+            seeds=self.seeds,
+            segmented_capture=self.segmented_capture,
+            hints=self.hints,
         )
 
 
@@ -278,6 +283,7 @@ def _check_settings(settings: FixSettings) -> FileSettings:
         min_confidence=settings.min_confidence,
         seeds=settings.seeds,
         segmented_capture=settings.segmented_capture,
+        hints=settings.hints,
     )
 
 

@@ -17,18 +17,25 @@ from offlint.fixing.writes import inside, outside_tree_error, write_if_unchanged
 from offlint.guarded_io import MAX_SOURCE_BYTES, Refused, read_regular
 from offlint.notebooks import NOTEBOOK_NOT_FIXABLE, is_notebook
 from offlint.reporting import render_run_errors
-from offlint.suppression import add_directives
+from offlint.suppression import AddedDirectives, add_directives
 
 EXIT_CLEAN, EXIT_ERROR = 0, 2
+
+
+def _spans_of(text: str) -> list[tuple[int, int]]:
+    return ast_statement_spans(compile_quietly(text))  # the user's warnings are not ours to print
+
+
+def with_suppressions(text: str, wanted: dict[int, set[str]]) -> AddedDirectives:
+    """`text` with a directive for each (line, codes) of `wanted`, placed as `--add-noqa` places
+    them (the editor's "suppress" action)."""
+    return add_directives(text, wanted, _spans_of)
 
 
 def add_noqa(report: RunReport, cwd: Path, roots: Sequence[str], *, quiet: bool = False) -> int:
     """`--add-noqa`: a directive for every finding, written in place; exit 0 when each finding is
     now suppressed, 2 when a file could not be edited (one line each). `roots`: the checked tree
     (`tree_roots`): a file whose link leads outside it is not written, as `fix` refuses it."""
-    def spans_of(text: str) -> list[tuple[int, int]]:
-        return ast_statement_spans(compile_quietly(text))  # the user's warnings are not ours to print
-
     errors: list[FileError] = list(report.all_errors)
     added = files = 0
     for file_report in report.files:
@@ -58,7 +65,7 @@ def add_noqa(report: RunReport, cwd: Path, roots: Sequence[str], *, quiet: bool 
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             errors.append(FileError(display, ErrorKind.WRITE, f"cannot add suppressions: {reason}"))
             continue
-        result = add_directives(text, wanted, spans_of)
+        result = with_suppressions(text, wanted)
         for line, code in result.unplaced:
             errors.append(FileError(display, ErrorKind.WRITE, f"no place for a suppression of {code}", line=line))
         if result.added:

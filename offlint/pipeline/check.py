@@ -21,7 +21,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,6 +77,11 @@ class CheckOptions:
     analysed_with: dict[str, FileSettings] | None = None
     # told (phase, files done, files in all) as the run goes: the CLI's progress display
     progress: Callable[[str, int, int], None] | None = field(default=None, compare=False)
+    # the text of unsaved editor buffers (`offlint server`), by resolved path: checked in place of
+    # what is on disk, as if saved (the cache is content-addressed, so it serves them too)
+    overlays: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
+    # when given, filled with each checked file's resolved path (display -> real)
+    real_paths: dict[str, str] | None = None
 
 
 def _no_progress(phase: str, done: int, total: int) -> None:
@@ -195,12 +200,20 @@ def _check_paths(options: CheckOptions) -> RunReport:
         with clock("cache"):
             results_cache = ResultCache(cache_folder(finder, options.paths, cwd, options.cache_dir))
     settings_of = _SettingsMemo(finder, options.overrides, options.front_end)
-    already_read: dict[str, tuple[bytes, os.stat_result]] = {}
+    already_read: dict[str, tuple[bytes, os.stat_result | None]] = {}
     if os.environ.get("OFFLINT_SEMANTIC_CORE", "1") != "0":
         with clock("semantic core"):
-            folder = results_cache.folder if results_cache is not None else None
+            # unsaved editor buffers are what the core reads too; its answer for them is not kept
+            # (the files' stats do not change as a buffer does)
+            folder = results_cache.folder if results_cache is not None and not options.overlays else None
+            overlays = options.overlays
+
+            def read_for_core(found: Discovered) -> tuple[bytes, os.stat_result | None] | FileError:
+                held = overlays.get(found.real)
+                return (held, None) if held is not None else read_file_and_stat(found)
+
             try:
-                settings_of.tree = tree_seeds(files, folder, already_read, read_file_and_stat)
+                settings_of.tree = tree_seeds(files, folder, already_read, read_for_core)
             except Exception as exc:  # any failure of the core leaves each file its own reach
                 # the per-file analysis still runs, with its own reach: the run goes on
                 report.timings[f"semantic core stopped: {type(exc).__name__}"] = 0.0
@@ -217,7 +230,8 @@ def _check_paths(options: CheckOptions) -> RunReport:
         # stages are timed by hand, not with `clock(...)`: a context manager per file and stage
         # cost more than the stage itself on a warm run
         settings = settings_of(found)
-        if results_cache is not None:
+        overlay = options.overlays.get(found.real)
+        if results_cache is not None and overlay is None:
             at = now()
             unread = _cached_unread(results_cache, found, settings)
             clock.add("cache", now() - at)
@@ -226,7 +240,11 @@ def _check_paths(options: CheckOptions) -> RunReport:
                 report.unread += 1
                 continue
         at = now()
-        read = already_read.pop(found.display, None) or read_file_and_stat(found)
+        read: tuple[bytes, os.stat_result | None] | FileError
+        if overlay is not None:
+            read = (overlay, None)
+        else:
+            read = already_read.pop(found.display, None) or read_file_and_stat(found)
         clock.add("read", now() - at)
         if isinstance(read, FileError):
             report.files.append(FileReport(path=found.display, errors=[read]))
@@ -236,7 +254,8 @@ def _check_paths(options: CheckOptions) -> RunReport:
         if results_cache is not None:
             at = now()
             digest = content_digest(data)
-            results_cache.remember(found.real, info, digest)
+            if info is not None:  # an editor's buffer is not what the stat index describes
+                results_cache.remember(found.real, info, digest)
             key = result_key(digest, settings.key())
             hit = usable(results_cache.get(key, found.display), settings)
             clock.add("cache", now() - at)
@@ -277,7 +296,9 @@ def _check_paths(options: CheckOptions) -> RunReport:
                 report.files.append(below_floor_hidden(file_report, floors[file_report.path]))
             progress("following calls across modules", total_files, total_files)
             with clock("call graph"):
-                reanalysed = _follow_calls_across_modules(report, files, settings_of, results_cache, pool)
+                reanalysed = _follow_calls_across_modules(
+                    report, files, settings_of, results_cache, pool, options.overlays
+                )
         finally:
             if pool is not None:
                 pool.close()
@@ -289,6 +310,8 @@ def _check_paths(options: CheckOptions) -> RunReport:
     if options.analysed_with is not None:
         options.analysed_with.update((found.display, settings_of(found)) for found in files)
         options.analysed_with.update(reanalysed)
+    if options.real_paths is not None:
+        options.real_paths.update((found.display, found.real) for found in files)
     return report
 
 
@@ -302,6 +325,7 @@ def _follow_calls_across_modules(
     settings_of: _SettingsMemo,
     results_cache: ResultCache | None,
     pool: _Pool | None,
+    overlays: Mapping[str, bytes],
 ) -> dict[str, FileSettings]:
     """Re-analyse the files whose functions other modules reach from a capture region
     (`callgraph.py`), round by round, until no new function is reached; then, when the tree
@@ -323,7 +347,7 @@ def _follow_calls_across_modules(
         if module is not None:
             modules.setdefault(module, found.display)
             module_of[found.display] = (module, os.path.basename(found.real) == "__init__.py")
-    again = _Reanalysis(report, files, settings_of, results_cache, pool)
+    again = _Reanalysis(report, files, settings_of, results_cache, pool, overlays)
     for _ in range(CALL_GRAPH_ROUNDS):
         indexes = {
             f.path: (*module_of[f.path], f.index) for f in report.files if f.index and f.path in module_of
@@ -356,8 +380,10 @@ class _Reanalysis:
         settings_of: _SettingsMemo,
         results_cache: ResultCache | None,
         pool: _Pool | None,
+        overlays: Mapping[str, bytes],
     ) -> None:
         self.report = report
+        self.overlays = overlays
         self.by_display = {found.display: found for found in files}
         self.position = {f.path: i for i, f in enumerate(report.files)}
         self.settings_of = settings_of
@@ -380,7 +406,7 @@ class _Reanalysis:
             )
             floors[key] = settings
             self.analysed_with[key] = settings
-            done = _cached_or_job(found, settings, self.results_cache)
+            done = _cached_or_job(found, settings, self.results_cache, self.overlays.get(found.real))
             if isinstance(done, FileReport):
                 self.report.files[self.position[key]] = below_floor_hidden(done, settings)
             else:
@@ -399,22 +425,24 @@ class _Reanalysis:
 
 
 def _cached_or_job(
-    found: Discovered, settings: FileSettings, results_cache: ResultCache | None
+    found: Discovered, settings: FileSettings, results_cache: ResultCache | None, overlay: bytes | None = None
 ) -> FileReport | tuple[Job, str | None]:
     """One file's report from the cache when it holds one for these bytes and settings, else the
-    job that analyses it (and the cache key its result goes under)."""
-    if results_cache is not None:
+    job that analyses it (and the cache key its result goes under). `overlay`: an editor's
+    unsaved text of the file, checked instead of what is on disk."""
+    if results_cache is not None and overlay is None:
         unread = _cached_unread(results_cache, found, settings)
         if unread is not None:
             return unread
-    read = read_file_and_stat(found)
+    read = read_file_and_stat(found) if overlay is None else (overlay, None)
     if isinstance(read, FileError):
         return FileReport(path=found.display, errors=[read])
     data, info = read
     key = None
     if results_cache is not None:
         digest = content_digest(data)
-        results_cache.remember(found.real, info, digest)
+        if info is not None:
+            results_cache.remember(found.real, info, digest)
         key = result_key(digest, settings.key())
         hit = usable(results_cache.get(key, found.display), settings)
         if hit is not None:
@@ -491,10 +519,14 @@ class _FixAvailability:
 FIX_AVAILABILITY = _FixAvailability()
 
 
-def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefiltered: bool = False) -> FileReport:
+def guarded_check(
+    data: bytes, display: str, settings: FileSettings, *, prefiltered: bool = False, confirm_fixes: bool = True
+) -> FileReport:
     """`check_source` on a deep-stack thread, inside the file's error boundary: whatever fails
     (a RecursionError, a bug) is one error of this file and the run goes on. A diagnostic is
-    marked fixable only where `fix` really removes it."""
+    marked fixable only where `fix` really removes it; with `confirm_fixes=False` (the editor's
+    first, fast pass: confirming costs a libcst parse) each keeps its rule's offer and no edits,
+    the diagnostics otherwise the same."""
     if is_notebook(display):
         # its code cells are checked as one module, and each position mapped back to its cell
         try:
@@ -502,17 +534,20 @@ def guarded_check(data: bytes, display: str, settings: FileSettings, *, prefilte
         except NotebookError as exc:
             return FileReport(path=display, errors=[notebook_error(display, exc)])
         data = notebook.source.encode("utf-8")
-        return notebook.map_report(_guarded_module(data, display, settings, prefiltered))
-    return _guarded_module(data, display, settings, prefiltered)
+        return notebook.map_report(_guarded_module(data, display, settings, prefiltered, confirm_fixes))
+    return _guarded_module(data, display, settings, prefiltered, confirm_fixes)
 
 
-def _guarded_module(data: bytes, display: str, settings: FileSettings, prefiltered: bool) -> FileReport:
+def _guarded_module(
+    data: bytes, display: str, settings: FileSettings, prefiltered: bool, confirm_fixes: bool = True
+) -> FileReport:
     from offlint.analysis.deep_stack import on_deep_stack
     from offlint.analysis.engine import parse_error
 
+    fixes = FIX_AVAILABILITY if confirm_fixes else None
     try:
         return on_deep_stack(
-            lambda: check_source(data, display, settings, prefiltered=prefiltered, fixes=FIX_AVAILABILITY)
+            lambda: check_source(data, display, settings, prefiltered=prefiltered, fixes=fixes)
         )
     except Exception as exc:
         return FileReport(path=display, errors=[parse_error(display, exc)])

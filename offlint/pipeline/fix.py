@@ -25,8 +25,9 @@ from offlint.pipeline.processes import ends_with_the_run
 from offlint.reporting._sources import printable
 
 if TYPE_CHECKING:
+    from offlint.analysis.callgraph import Seed
     from offlint.analysis.engine import FileSettings
-    from offlint.config import SelectionOverrides
+    from offlint.config import ConfigFinder, SelectionOverrides
     from offlint.diagnostics import Diagnostic
     from offlint.fixing.apply import FileFix, FixSettings
     from offlint.fixing.edits import Edit
@@ -58,14 +59,10 @@ def run_fix(
     to stdout (`apply_hint`: the option that writes what a diff shows, named in its closing line;
     `not_fixed_codes`: rules reported but not fixed, the unsafe ones of `check --fix`)."""
     from offlint.catalogue import CatalogueError, load_catalogue
-    from offlint.config import ConfigError, ConfigFinder, SelectionOverrides, resolve_selection
-    from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
+    from offlint.config import ConfigError, ConfigFinder, SelectionOverrides
     from offlint.discovery import discover
-    from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source, left_after
-    from offlint.fixing.compile_safe import AUTO as COMPILE_SAFE_AUTO
-    from offlint.fixing.compile_safe import parse_setting
+    from offlint.fixing.apply import fix_source, left_after
     from offlint.fixing.diffs import unified_diff
-    from offlint.fixing.offloader_rewrite import STRATEGIES
     from offlint.fixing.writes import (
         inside,
         outside_tree_error,
@@ -74,9 +71,6 @@ def run_fix(
         write_if_unchanged,
     )
     from offlint.pipeline.check import read_file
-
-    if TYPE_CHECKING:
-        from offlint.analysis.callgraph import Seed
 
     cwd = Path.cwd().resolve()
     overrides = SelectionOverrides(select=select, ignore=ignore)
@@ -91,40 +85,32 @@ def run_fix(
     try:
         if select is not None and not select:  # as `check`: no rule would run, and "nothing to fix"
             raise ConfigError("--select: an empty selection runs no rule (name rule codes, or ALL)")
-        catalogue = load_catalogue()
-        codes = sorted(set(catalogue) | set(FIXABLE_RULES))
-        defaults = sorted(
-            {c for c, s in catalogue.items() if s.default_enabled} | set(FIXABLE_RULES)
-        )
+        load_catalogue()  # a broken catalogue is one error line before any file is read
         finder = ConfigFinder(config_file, fallback_root=cwd)
 
         def settings_for(
-            path: Path, seeds: tuple[Seed, ...] = (), segmented: bool = False, real: str | None = None
+            path: Path,
+            seeds: tuple[Seed, ...] = (),
+            segmented: bool = False,
+            real: str | None = None,
+            hints: tuple[tuple[str, str, str], ...] = (),
         ) -> FixSettings:
-            # by the resolved path where there is one (no stat: a folder without x must not raise)
-            config = finder.for_real_file(real) if real is not None else finder.for_path(path)
-            chosen = strategy or str(config.fix.get("strategy", "auto"))
-            if chosen not in STRATEGIES:
-                raise ConfigError(
-                    f"{config.source}: [tool.offlint.fix] strategy must be one of {', '.join(STRATEGIES)}"
-                )
-            try:  # the flag, else the config; None: on where the module uses torch.compile
-                safe = compile_safe if compile_safe is not None else parse_setting(
-                    config.fix.get("compile-safe", COMPILE_SAFE_AUTO)
-                )
-            except ValueError as exc:
-                raise ConfigError(f"{config.source}: [tool.offlint.fix] {exc}") from None
-            selection = resolve_selection(config, overrides, codes, defaults, path)
-            selections[str(path)] = selection
-            return FixSettings(
-                select=selection - set(not_fixed_codes),
-                strategy=chosen,
-                compile_safe=safe,
-                capture_reachable=tuple(config.capture_reachable),
-                min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
+            # the whole selection is kept (`selections`): a diff that changes nothing says how many
+            # fixes of the withheld rules it holds
+            full = fix_settings(
+                finder,
+                overrides,
+                path,
+                strategy=strategy,
+                compile_safe=compile_safe,
+                min_confidence=min_confidence,
                 seeds=seeds,
-                segmented_capture=segmented,
+                segmented=segmented,
+                real=real,
+                hints=hints,
             )
+            selections[str(path)] = full.select
+            return dataclasses.replace(full, select=full.select - set(not_fixed_codes))
 
         if any(str(p) == "-" for p in paths):
             if len(paths) > 1:
@@ -161,7 +147,11 @@ def run_fix(
                 continue
             facts = tree.get(found.display)
             settings = settings_for(
-                found.path, facts.seeds if facts else (), bool(facts and facts.segmented_capture), found.real
+                found.path,
+                facts.seeds if facts else (),
+                bool(facts and facts.segmented_capture),
+                found.real,
+                facts.hints if facts else (),
             )
             if apply and not inside(found.real, roots):
                 run_errors.append(outside_tree_error(found.display, found.real))
@@ -255,6 +245,57 @@ def run_fix(
     if exit_non_zero_on_fix and written:
         return EXIT_CHANGES
     return EXIT_CLEAN
+
+
+def fix_settings(
+    finder: ConfigFinder,
+    overrides: SelectionOverrides,
+    path: Path,
+    *,
+    strategy: str | None = None,
+    compile_safe: bool | None = None,
+    min_confidence: str | None = None,
+    not_fixed_codes: tuple[str, ...] = (),
+    seeds: tuple[Seed, ...] = (),
+    segmented: bool = False,
+    real: str | None = None,
+    hints: tuple[tuple[str, str, str], ...] = (),
+) -> FixSettings:
+    """What `fix` fixes `path` with: its config's selection (every fixable rule's too), strategy
+    and compile-safe setting, the floor, and what `check` learnt of it from the whole tree.
+    `not_fixed_codes`: rules reported but not fixed (the unsafe ones of `check --fix`)."""
+    from offlint.catalogue import load_catalogue
+    from offlint.config import ConfigError, resolve_selection
+    from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
+    from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+    from offlint.fixing.compile_safe import AUTO as COMPILE_SAFE_AUTO
+    from offlint.fixing.compile_safe import parse_setting
+    from offlint.fixing.offloader_rewrite import STRATEGIES
+
+    catalogue = load_catalogue()
+    codes = sorted(set(catalogue) | set(FIXABLE_RULES))
+    defaults = sorted({c for c, s in catalogue.items() if s.default_enabled} | set(FIXABLE_RULES))
+    # by the resolved path where there is one (no stat: a folder without x must not raise)
+    config = finder.for_real_file(real) if real is not None else finder.for_path(path)
+    chosen = strategy or str(config.fix.get("strategy", "auto"))
+    if chosen not in STRATEGIES:
+        raise ConfigError(f"{config.source}: [tool.offlint.fix] strategy must be one of {', '.join(STRATEGIES)}")
+    try:  # the flag, else the config; None: on where the module uses torch.compile
+        safe = compile_safe if compile_safe is not None else parse_setting(
+            config.fix.get("compile-safe", COMPILE_SAFE_AUTO)
+        )
+    except ValueError as exc:
+        raise ConfigError(f"{config.source}: [tool.offlint.fix] {exc}") from None
+    return FixSettings(
+        select=resolve_selection(config, overrides, codes, defaults, path) - set(not_fixed_codes),
+        strategy=chosen,
+        compile_safe=safe,
+        capture_reachable=tuple(config.capture_reachable),
+        min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
+        seeds=seeds,
+        segmented_capture=segmented,
+        hints=hints,
+    )
 
 
 def _tree_facts(

@@ -25,7 +25,7 @@ from offlint.discovery import Discovered
 
 # a tree with more files than this is left to the per-file analysis alone
 MAX_CORE_FILES = 20_000
-Reader = Callable[[Discovered], "tuple[bytes, os.stat_result] | FileError"]
+Reader = Callable[[Discovered], "tuple[bytes, os.stat_result | None] | FileError"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class TreeFacts:
 def tree_seeds(
     files: Sequence[Discovered],
     cache_folder: Path | None,
-    read: dict[str, tuple[bytes, os.stat_result]],
+    read: dict[str, tuple[bytes, os.stat_result | None]],
     reader: Reader,
 ) -> TreeFacts:
     """The seeds and receiver hints the semantic core finds for each file's functions. The files
