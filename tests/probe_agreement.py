@@ -443,7 +443,7 @@ def check_findings(files: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
                 "offlint",
                 "check",
                 "--output-format",
-                "json",
+                "offlint-json",
                 "--min-confidence",
                 "low",
                 "--no-cache",

@@ -100,14 +100,11 @@ class BufferSettings:
 
     def excluded(self, path: Path) -> bool:
         """Whether `check` skips the file: an `exclude` glob matches it (or a folder holding it
-        below the config's root), as for a file named on the command line."""
-        from offlint.discovery import discover
-
-        if not path.is_file():
-            config = self.finder.for_path(path)
-            return config.force_exclude and config.is_excluded(path)
-        files, errors = discover([path], self.finder, self.root)
-        return not files and not errors
+        below the config's root), as with `--force-exclude`."""
+        # an editor names every file it opens: as ruff's server, it leaves out what `exclude`
+        # matches (what `--force-exclude` does on the command line)
+        config = self.finder.for_path(path)
+        return config.is_excluded(path)
 
 
 def check_buffer(text: str, display: str, settings: FileSettings, *, confirm_fixes: bool = False) -> FileReport:
