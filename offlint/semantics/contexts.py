@@ -28,6 +28,7 @@ from offlint.semantics.summaries import Summaries
 
 HIGH, MEDIUM, LOW = 3, 2, 1
 TIER_NAMES = {HIGH: "high", MEDIUM: "medium", LOW: "low"}
+REGION = "inside a CUDA graph capture region"
 _FALLBACK_LIMIT = 4  # more classes than this define the method: no fallback
 # methods of Python's own types: a receiver with no objects calling one is most likely a dict,
 # a list or a string, never the tree's class that happens to define the same name
@@ -89,10 +90,10 @@ class Contexts:
         for site_id in sorted(self.capture_sites):
             site = heap.sites[site_id]
             for target, _ in sorted(heap.call_targets.get(site_id, ())):
-                entries.append((target, Reach(HIGH, "inside a CUDA graph capture region", ((site.unit, site.line),))))
+                entries.append((target, Reach(HIGH, REGION, ((site.unit, site.line),))))
             if not heap.call_targets.get(site_id):
                 for target, tier in self._fallback(site, HIGH):
-                    entries.append((target, Reach(tier, "inside a CUDA graph capture region", ((site.unit, site.line),), True)))
+                    entries.append((target, Reach(tier, REGION, ((site.unit, site.line),), True)))
         for obj in sorted(heap.graphed, key=repr):
             for target in self._callable_units(obj):
                 entries.append((target, Reach(HIGH, "graphed by make_graphed_callables", ())))
@@ -225,14 +226,22 @@ class Contexts:
     # --- reading -----------------------------------------------------------------------------
     def chain(self, uid: str) -> str:
         """`called from pkg.mod.f ← pkg.run.capture (inside a CUDA graph capture region)`: the
-        callers from the nearest back to the entry, then why the entry is reached."""
+        callers from the nearest back to the entry, then why the entry is reached. Worded as the
+        per-file analysis words the same chain: a caller of the same module by its local name,
+        a capture region of the same module as "called inside" its first callee."""
         reach = self.reach[uid]
-        if not reach.via:
-            return reach.entry
         module = self.heap.units[uid].module
-        # a caller of the same module by its local name, as the per-file analysis names it
-        callers = [self.heap.units[u].qualname if self.heap.units[u].module == module and self.heap.units[u].kind != "module" else self._dotted(u) for u, _ in reversed(reach.via)]
-        return f"called from {' ← '.join(callers)} ({reach.entry})"
+        via = list(reach.via)
+        entry = reach.entry
+        if reach.entry == REGION and via and self.heap.units[via[0][0]].module == module:
+            via, entry = via[1:], f"called {REGION}"
+        if not via:
+            return entry
+        names = []
+        for caller, _ in reversed(via):
+            unit = self.heap.units[caller]
+            names.append(unit.qualname if unit.module == module and unit.kind != "module" else self._dotted(caller))
+        return f"called from {' ← '.join(names)} ({entry})"
 
     def _dotted(self, uid: str) -> str:
         unit = self.heap.units[uid]
