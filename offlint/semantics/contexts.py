@@ -52,6 +52,7 @@ class Contexts:
         self.capture_sites: set[str] = set()
         self._methods_by_name: dict[str, list[str]] | None = None
         self._find_capture_sites()
+        self._add_driving_callers()
         self._propagate(self._entries())
 
     # --- entries -----------------------------------------------------------------------------
@@ -75,6 +76,31 @@ class Contexts:
                     continue
                 if capturing:
                     self.capture_sites.add(site.id)
+
+    def _add_driving_callers(self) -> None:
+        """A capture cannot begin inside another, nor a graph replay: a function whose calls (as
+        resolved, on every object its receivers hold) reach a capture or a replay drives graphs
+        and runs outside any capture, like the driver itself (a graph runner's `__call__` that
+        captures on a first call and replays after)."""
+        heap = self.heap
+        for unit in heap.units.values():
+            for site in unit.sites:
+                if site.method == "replay" and site.callee is not None and any(
+                    o[0] == "meth" and o[1][0] == "graph" for o in heap.objects(site.callee)
+                ):
+                    self.drivers.add(unit.id)
+        callers: dict[str, set[str]] = {}
+        for unit in heap.units.values():
+            for site in unit.sites:
+                for target, how in heap.call_targets.get(site.id, ()):
+                    if how != "constructor":
+                        callers.setdefault(target, set()).add(unit.id)
+        work = list(self.drivers)
+        while work:
+            for caller in callers.get(work.pop(), ()):
+                if caller not in self.drivers and heap.units[caller].kind != "module":
+                    self.drivers.add(caller)
+                    work.append(caller)
 
     def _graph_methods(self, site: Site) -> set[str]:
         if site.callee is None or site.method not in (api.CAPTURE_BEGIN, api.CAPTURE_END):
