@@ -1,4 +1,5 @@
-"""The hand-written cases of each blind set (corpus/blind/<round>/cases.toml), scored as
+"""The hand-written cases of each blind set (corpus/blind/<round>/cases.toml, or markers in the
+cases themselves), scored as
 `python -m benchmarks.blind <round> --cases-only` scores them, held at the score they reached.
 The first score of each set, taken once before it was used for anything, is recorded in
 benchmarks/results/blind-<round>-first-score-*.txt; these floors only keep later changes from
@@ -19,6 +20,8 @@ FLOORS = {
     "2026-12-05-b": (0.85, 1.0),
     "2026-12-05-c": (0.68, 0.73),
     "2026-12-05-d": (0.86, 0.86),
+    # first score (cases 67.6 % / 85.2 %) at 3636ca0: benchmarks/results/blind-2026-12-07-e-first-score-at-3636ca0.txt
+    "2026-12-07-e": (0.67, 0.85),
 }
 
 
