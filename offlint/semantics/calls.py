@@ -288,6 +288,8 @@ def call(heap: Heap, site: Site, dst: Node | None, obj: Obj, how: str = "") -> N
         call(heap, site, dst, obj[1], how)
     elif kind == "api":
         _call_api(heap, site, dst, obj[1])
+    elif kind == "weakref":
+        heap.copy(dst, ("f", obj, "target"))
     elif kind == "apicall":
         if site.decorator and site.args and site.args[0] is not None:
             heap.copy(dst, site.args[0])  # `@torch.no_grad()`: the function, unchanged
@@ -429,6 +431,12 @@ def _call_api(heap: Heap, site: Site, dst: Node, dotted: str) -> None:
         target = dict(site.kwargs).get("target")
         if target is not None:
             heap.thread_targets.append((site, target))
+    elif makes == "weakref":
+        # `weakref.ref(obj)`: calling the reference gives the object back
+        reference: Obj = ("weakref", site.id)
+        heap.add(dst, [reference])
+        if first is not None:
+            heap.copy(("f", reference, "target"), first)
     elif makes == "device-module":
         heap.add(dst, [("api", "torch.cuda")])
     elif name in api.TENSOR_FACTORIES:

@@ -46,6 +46,9 @@ MAKES: dict[str, str] = {
     "builtins.enumerate": "pairs",
     "builtins.zip": "pairs",
     "threading.Thread": "thread",
+    "weakref.ref": "weakref",
+    "weakref.proxy": "identity-decorator",
+    "weakref.WeakMethod": "weakref",
     "torch.get_device_module": "device-module",
 }
 
