@@ -65,7 +65,8 @@ def test_fix_stdin_writes_the_fixed_source_to_stdout(project: Path) -> None:
     _run(["fix", "--apply", "--exit-zero", "zoo.py"])
     assert result.stdout_bytes == (project / "zoo.py").read_bytes() != source
     # what was done and what is left: stderr, never mixed into the source
-    assert "zoo.py:56: OFL101, OFL103 [unsafe]" in result.stderr
+    # the wait's edit (line 56) names the pair it fixes: the fork (OFL103) and the wait (OFL101)
+    assert "zoo.py:56: OFL103, OFL101 [unsafe]" in result.stderr
     assert "OFL105" in result.stderr  # the host sync no fix removes is left ...
     assert result.exit_code == 1  # ... and fails the run, as `fix --apply` does
     assert _run(["fix", "-", "--exit-zero"], input=source).exit_code == 0
