@@ -40,6 +40,8 @@ def work(tmp_path: Path) -> Path:
     shutil.copy(ORIGINAL, tmp_path / "offloader.py")
     shutil.copy(RECORD_STREAM, tmp_path / "prefetch.py")
     (tmp_path / "plain.py").write_text("x = 1\n")
+    # an engine that captures whole forwards: the primed overlap is sound there only
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\ncapture-modes = ["whole"]\n')
     return tmp_path
 
 
@@ -131,6 +133,7 @@ def test_crlf_reaches_the_line_breaks_inside_a_generated_docstring(tmp_path: Pat
     source = Path(__file__).resolve().parent.parent / "fixtures/golden/module_offloader_no_owner/in.py"
     path = tmp_path / "crlf.py"
     path.write_bytes(source.read_bytes().replace(b"\n", b"\r\n"))
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\ncapture-modes = ["whole"]\n')
     assert _run("--apply", "--strategy", "overlap", str(path))[0] == 0
     fixed = path.read_bytes()
     assert b'"""End-of-forward join of the offloaders given to\r\n' in fixed

@@ -139,7 +139,8 @@ def test_one_loop_check_apply_recheck(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_pair_carries_one_fix() -> None:
     """The zoo's fork (OFL103) and the wait on its event (OFL101): one fix, carried by both."""
     source = (ROOT / "fixtures" / "capture_hazards_zoo.py").read_text()
-    diagnostics = _checked(source, FixSettings(select=SELECT, min_confidence=Confidence.MEDIUM))
+    whole = FixSettings(select=SELECT, min_confidence=Confidence.MEDIUM, capture_modes=("whole",))
+    diagnostics = _checked(source, whole)
     fork = next(d for d in diagnostics if d.code == "OFL103")
     wait = next(d for d in diagnostics if d.code == "OFL101")
     assert fork.fix is not None and wait.fix is not None

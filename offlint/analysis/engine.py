@@ -89,6 +89,9 @@ class FileSettings:
     compile_safe: bool | None = None
     # `--strategy` / `[tool.offlint.fix] strategy`: the offloader rewrite `check` attaches
     fix_strategy: str = "auto"
+    # `[tool.offlint] capture-modes`: how the engine may capture; a fix `check` attaches is sound
+    # under each (fixing/capture_modes.py). Default: every mode.
+    capture_modes: tuple[str, ...] = ("whole", "piecewise", "segmented-sglang", "segmented-vllm")
 
     def key(self) -> str:
         return self._key
@@ -105,6 +108,7 @@ class FileSettings:
                 "segmented" if self.segmented_capture else "",
                 "" if self.compile_safe is None else f"compile-safe={self.compile_safe}",
                 "" if self.fix_strategy == "auto" else f"strategy={self.fix_strategy}",
+                "modes=" + ",".join(self.capture_modes),
                 # a result under other budgets (too-large, or no fix) is not this run's
                 f"budgets={analysis_budget()},{libcst_budget()}",
             ]

@@ -43,6 +43,7 @@ from offlint.diagnostics import (
     FixSafety,
     TextEdit,
 )
+from offlint.fixing.capture_modes import CAPTURE_MODES
 from offlint.fixing.compile_safe import compile_safe_for
 from offlint.fixing.edits import Edit, StatementPlan
 from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
@@ -70,6 +71,9 @@ class FixSettings:
     # its functions, segmented capture): `fix` sees the findings `check` showed, not fewer
     seeds: tuple[Seed, ...] = ()
     segmented_capture: bool = False
+    # how the engine may capture (fixing/capture_modes.py): a fix is offered only where it is
+    # sound under each; default every mode
+    capture_modes: tuple[str, ...] = CAPTURE_MODES
 
     def model_options(self) -> ModelOptions:
         return ModelOptions(
@@ -94,6 +98,7 @@ def _offloader(model: ModuleModel, settings: FixSettings) -> tuple[StatementPlan
         settings.strategy,
         compile_safe=_compile_safe(model, settings),
         floor=settings.min_confidence,
+        capture_modes=settings.capture_modes,
     )
 
 
@@ -289,6 +294,7 @@ def _check_settings(settings: FixSettings) -> FileSettings:
         segmented_capture=settings.segmented_capture,
         compile_safe=settings.compile_safe,
         fix_strategy=settings.strategy,
+        capture_modes=settings.capture_modes,
     )
 
 

@@ -23,6 +23,7 @@ from offlint.analysis.model import ModelOptions, ModuleModel
 from offlint.diagnostics import Diagnostic, Fix, FixSafety, TextEdit
 from offlint.fixing import apply as apply_module
 from offlint.fixing.apply import MAX_ROUNDS, Fixer, FixSettings, compiles, keep_lone_cr
+from offlint.fixing.capture_modes import not_sound_reason
 from offlint.fixing.edits import FixUnit, Owner, StatementPlan
 
 
@@ -48,6 +49,7 @@ def _fix_settings(settings: FileSettings, diagnostics: list[Diagnostic]) -> FixS
         min_confidence=settings.min_confidence,
         compile_safe=settings.compile_safe,
         strategy=settings.fix_strategy,
+        capture_modes=settings.capture_modes,
         seeds=settings.seeds,  # what check knew across modules: fix plans with the same facts
         segmented_capture=settings.segmented_capture,
     )
@@ -334,6 +336,10 @@ def attach_fixes(
             keys = {k for k in (key(o) for o in unit.owners) if k is not None}
             if not keys & by_key.keys() or keys & claimed.keys():
                 continue
+            unsound = not_sound_reason(unit.label or fixer.name, settings.capture_modes)
+            if unsound is not None:  # a fix must hold under every capture mode the engine may use
+                say(keys & by_key.keys(), unsound)
+                continue
             edits = checked_edits(unit.plan, unit.label or fixer.name, keys & by_key.keys())
             if edits is None:
                 continue
@@ -379,6 +385,10 @@ def attach_fixes(
         first_fixer, _, edits = units[members[0]]
         label = "+".join(dict.fromkeys(units[m][1].label or units[m][0].name for m in members))
         if len(members) > 1:
+            unsound = not_sound_reason(label, settings.capture_modes)
+            if unsound is not None:
+                say(keys, unsound)
+                continue
             merged = merge_plans([units[m][1].plan for m in members])
             if merged is None:
                 say(keys, "the fixes of this hazard pair change the same statement")

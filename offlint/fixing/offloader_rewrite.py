@@ -33,6 +33,7 @@ from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk
 from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
+from offlint.fixing.capture_modes import CAPTURE_MODES, defeating
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan, leading_lines_of, statements
 from offlint.fixing.findings import owners_within
@@ -62,6 +63,7 @@ def plan_offloader_fix(
     *,
     compile_safe: bool = False,
     floor: Confidence = DEFAULT_MIN_CONFIDENCE,
+    capture_modes: tuple[str, ...] = CAPTURE_MODES,
 ) -> tuple[StatementPlan, list[str]]:
     """The statement changes for every hazardous offloader shape; and the strategy used per
     shape (for the report). `compile_safe`: only the primed overlap, with no capture test (see
@@ -73,8 +75,24 @@ def plan_offloader_fix(
         if not shape.hazards:
             continue
         with plan.owning(owners_within(model, REWRITE_RULES, floor, _shape_nodes(shape))):
-            _plan_shape(model, shape, strategy, plan, spelling, used, compile_safe=compile_safe)
+            _plan_shape(model, shape, _strategy_for(shape, strategy, capture_modes, plan), plan, spelling, used, compile_safe=compile_safe)
     return plan, used
+
+
+def _strategy_for(shape: OffloaderShape, strategy: str, modes: tuple[str, ...], plan: StatementPlan) -> str:
+    """`auto`: the primed overlap where every named capture mode keeps its fork and join in one
+    graph (whole forwards only), else the inline rewrite, which forks nothing while capturing."""
+    if strategy != AUTO:
+        return strategy
+    found = defeating(f"offloader-{OVERLAP}", modes)
+    if found is None:
+        return AUTO
+    plan.note(
+        f"{shape.cls.name}: inline rewrite, not the primed overlap: under capture mode `{found[0]}` {found[1]}. "
+        "The inline rewrite copies on the capturing stream (no overlap inside a graph); if your engine "
+        'captures whole forwards only, set `[tool.offlint] capture-modes = ["whole"]` for the overlap'
+    )
+    return INLINE
 
 
 def _shape_nodes(shape: OffloaderShape) -> list[cst.CSTNode]:

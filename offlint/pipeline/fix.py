@@ -60,6 +60,7 @@ def run_fix(
     from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
     from offlint.discovery import discover
     from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source, left_after
+    from offlint.fixing.capture_modes import CAPTURE_MODES
     from offlint.fixing.compile_safe import AUTO as COMPILE_SAFE_AUTO
     from offlint.fixing.compile_safe import parse_setting
     from offlint.fixing.diffs import unified_diff
@@ -115,6 +116,7 @@ def run_fix(
                 min_confidence=Confidence(min_confidence or config.min_confidence or DEFAULT_MIN_CONFIDENCE.value),
                 seeds=seeds,
                 segmented_capture=segmented,
+                capture_modes=config.capture_modes or CAPTURE_MODES,
             )
 
         if any(str(p) == "-" for p in paths):
