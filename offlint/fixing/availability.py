@@ -256,10 +256,9 @@ class FixAvailability:
         diagnostics, so no libcst parse is needed to confirm one. A fixer that gets as far as
         writing code fails on a skeleton (it cannot be printed): that, or any plan, means "parse
         and see"."""
-        return any(
-            isinstance(plan, Exception) or plan or (self.reasons and plan.not_fixed)
-            for _, plan in _plans(model, settings, diagnostics)
-        )
+        if self.reasons and any(d.fixable and d.confidence.at_least(settings.min_confidence) for d in diagnostics):
+            return True  # each finding left gets its reason, which the lossless tree settles
+        return any(isinstance(plan, Exception) or plan for _, plan in _plans(model, settings, diagnostics))
 
     def confirm(self, model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """Each diagnostic with its own fix, or none (and, where a fixer looked, why not).
@@ -418,6 +417,15 @@ def attach_fixes(
             out.append(d.with_fix(Fix(d.fix_title or fix.title, d.fix_safety, fix.edits, fix.fixer, fix.notes)))
         elif d.fixable and reasons.get(k):
             out.append(d.left_because("; ".join(reasons[k])))
+        elif d.fixable and d.confidence.at_least(settings.min_confidence):
+            looked = [fixer.name for fixer, _ in plans if d.code in fixer.rules]
+            hint = (d.fix_title or "").rstrip(".")
+            out.append(
+                d.left_because(
+                    f"no automatic fix matches this code (looked: {', '.join(looked) or 'none'})"
+                    + (f"; by hand: {hint[0].lower()}{hint[1:]}" if hint else "")
+                )
+            )
         else:
             out.append(d.without_fix())
     return out
