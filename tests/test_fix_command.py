@@ -105,7 +105,9 @@ def test_json_lists_every_edit_with_its_rule(work: Path) -> None:
 
 
 def test_unparsable_file_does_not_stop_the_others(work: Path) -> None:
-    (work / "broken.py").write_text("def f(:\n    pass\n")
+    # a hazard's words, so that the prefilter lets it through (a file with none is skipped by
+    # `check`'s pass over the tree, and `fix` acts on what `check` shows)
+    (work / "broken.py").write_text("import torch\n\n\ndef f(:\n    t.record_stream(torch.cuda.current_stream())\n")
     code, _, err = _run("--apply", str(work))
     assert code == 2
     assert "broken.py" in err and "syntax-error" in err
