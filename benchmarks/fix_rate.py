@@ -41,7 +41,10 @@ def files_to_measure() -> list[Path]:
 
 
 def measure(
-    paths: list[Path], codes: tuple[str, ...], floor: Confidence = DEFAULT_MIN_CONFIDENCE
+    paths: list[Path],
+    codes: tuple[str, ...],
+    floor: Confidence = DEFAULT_MIN_CONFIDENCE,
+    capture_modes: tuple[str, ...] | None = None,
 ) -> tuple[dict[str, Counter[str]], list[str], list[str]]:
     """The tally per code; each finding left, as a line (with its reason when `fix` gave one);
     and each broken contract (an output that does not parse, a second run that changes it)."""
@@ -50,7 +53,8 @@ def measure(
     left_lines: list[str] = []
     broken: list[str] = []
     check = FileSettings(select=select, min_confidence=floor)
-    fix = FixSettings(select=select, min_confidence=floor)
+    # the capture modes the fixes must hold under (None: every mode, the default)
+    fix = FixSettings(select=select, min_confidence=floor, **({"capture_modes": capture_modes} if capture_modes else {}))
     for path in paths:
         data = path.read_bytes()
         before = [

@@ -39,6 +39,7 @@ KNOWN_KEYS = frozenset(
         "respect-gitignore",
         "force-exclude",
         "capture-reachable",
+        "capture-modes",
         "min-confidence",
         "probe",
         "fix",
@@ -74,6 +75,8 @@ class Config:
     # file named on purpose is checked; the pre-commit hooks pass `--force-exclude`)
     force_exclude: bool = False
     capture_reachable: tuple[str, ...] = ()
+    # how the engine may capture the forward (fixing/capture_modes.py); None: every mode
+    capture_modes: tuple[str, ...] | None = None
     min_confidence: str | None = None  # "high" | "medium" | "low"
     probe: dict[str, Any] = field(default_factory=dict)
     fix: dict[str, Any] = field(default_factory=dict)
@@ -271,6 +274,14 @@ def parse_config(
         raise check.error(("fix", "strategy"), "[tool.offlint.fix] strategy must be a string")
     if "compile-safe" in fix and not (isinstance(fix["compile-safe"], bool) or fix["compile-safe"] == "auto"):
         raise check.error(("fix", "compile-safe"), '[tool.offlint.fix] compile-safe must be "auto", true or false')
+    capture_modes = None
+    if "capture-modes" in table:
+        from offlint.fixing.capture_modes import parse_modes
+
+        try:
+            capture_modes = parse_modes(table["capture-modes"])
+        except ValueError as exc:
+            raise check.error(("capture-modes",), f"[tool.offlint] {exc}") from None
     probe = dict(table.get("probe", {}))
     probe_keys = _probe_keys() if probe else None
     if probe_keys is not None:
@@ -302,6 +313,7 @@ def parse_config(
         respect_gitignore=check.boolean(table, "respect-gitignore", True),
         force_exclude=check.boolean(table, "force-exclude", False),
         capture_reachable=check.string_list("capture-reachable", table.get("capture-reachable", [])),
+        capture_modes=capture_modes,
         min_confidence=floor,
         probe=probe,
         fix=fix,

@@ -81,14 +81,19 @@ class TextEdit:
 class Fix:
     """The fix a finding carries: what `offlint fix` changes for it, on the text `check` read.
 
-    A rewrite that fixes several findings together (an event's producer and its consumer) is one
-    fix, carried by each of them. `fix` applies fixes to convergence (a later pass may polish what
-    an earlier one wrote); these edits are its first pass.
+    A rewrite that fixes several findings together (an event's producer and its consumer, a fork
+    and the wait on its event) is one fix, carried by each of them. The edits change only the
+    statements of the findings that carry it. `fix` applies exactly these (the non-overlapping
+    ones each round), re-checks, and applies what the re-check attaches, until nothing is left.
     """
 
     title: str
     safety: FixSafety
     edits: tuple[TextEdit, ...]
+    # the fixer (and strategy) that planned it: "OFL204", "offloader-overlap", "fork-join"...
+    fixer: str = ""
+    # what the user must know about it ("call join_offloader_copies at the end of every forward")
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,9 @@ class Diagnostic:
     fix: Fix | None = None
     # the notebook cell (1-based) the location is in, whose own rows it counts; None in a .py
     cell: int | None = None
+    # why its rule's fix is not offered here (set where a fixer looked and left it): what
+    # `fix` prints as "not fixed: <reason>"
+    not_fixed: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, int, str]:
@@ -135,7 +143,11 @@ class Diagnostic:
         return dataclasses.replace(self, fix_safety=FixSafety.NONE, fix=None)
 
     def with_fix(self, fix: Fix) -> Diagnostic:
-        return dataclasses.replace(self, fix=fix, fix_safety=fix.safety)
+        return dataclasses.replace(self, fix=fix, fix_safety=fix.safety, not_fixed=None)
+
+    def left_because(self, reason: str) -> Diagnostic:
+        """This diagnostic, offering no fix, and why."""
+        return dataclasses.replace(self.without_fix(), not_fixed=reason)
 
 
 @dataclass(frozen=True)

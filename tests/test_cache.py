@@ -339,6 +339,8 @@ def test_a_lower_floor_sees_the_fixes_a_cached_run_left_unconfirmed(tmp_path: Pa
     cache holds every tier, so a later run at a lower floor must not show them unconfirmed."""
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "off.py").write_text(LOW_ONLY_FIXABLE, encoding="utf-8")
+    # the event hand-off fix is sound for an engine capturing whole forwards only
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\ncapture-modes = ["whole"]\n', encoding="utf-8")
     fresh = _fixable_at(tmp_path, "low", use_cache=False)
     assert fresh == [("OFL101", 18, True), ("OFL103", 11, True)]  # fixable, both only at low
     assert _fixable_at(tmp_path, "medium", use_cache=True) == []

@@ -34,8 +34,14 @@ def fixed_file(case: FixtureCase, folder: Path) -> Path:
     return folder / case.name / case.source.name
 
 
+# the fixtures whose default fix (every capture mode named) leaves them as they were: their
+# event hand-off is unsound under the split modes, and no rewrite sound under all of them fits
+NOT_FIXED_UNDER_ALL_MODES = ("block_hook", "capture_hazards_zoo")
+
+
 def write_fixed(folder: Path) -> list[Path]:
-    return [fix_copy(case, STRATEGY, folder / case.name).path for case in CASES]
+    """The default fix of each case (every capture mode named), where the GPU matrix reads it."""
+    return [fix_copy(case, STRATEGY, folder / case.name, modes=None).path for case in CASES]
 
 
 # --- the option ------------------------------------------------------------------------------
@@ -334,7 +340,8 @@ def test_fixed_files_are_written_where_the_gpu_test_reads_them(tmp_path: Path) -
     written = write_fixed(tmp_path)
     assert written == [fixed_file(case, tmp_path) for case in CASES]
     for case, path in zip(CASES, written, strict=True):
-        assert path.read_text(encoding="utf-8") != case.source.read_text(encoding="utf-8")
+        changed = path.read_text(encoding="utf-8") != case.source.read_text(encoding="utf-8")
+        assert changed == (case.name not in NOT_FIXED_UNDER_ALL_MODES), case.name
 
 
 if __name__ == "__main__":

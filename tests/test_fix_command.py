@@ -14,11 +14,15 @@ import libcst as cst
 import pytest
 from click.testing import CliRunner
 
+from offlint.analysis.engine import check_source
+from offlint.analysis.syntax import walk
 from offlint.cli import main
 from offlint.diagnostics import ErrorKind, FixSafety
 from offlint.fixing import apply as apply_module
-from offlint.fixing.apply import Fixer, FixSettings, fix_source
-from offlint.fixing.edits import StatementPlan
+from offlint.fixing.apply import Fixer, FixSettings, _check_settings, fix_source
+from offlint.fixing.availability import FIX_AVAILABILITY
+from offlint.fixing.edits import Owner, StatementPlan
+from offlint.fixing.findings import findings
 from offlint.fixing.writes import write_if_unchanged
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +40,8 @@ def work(tmp_path: Path) -> Path:
     shutil.copy(ORIGINAL, tmp_path / "offloader.py")
     shutil.copy(RECORD_STREAM, tmp_path / "prefetch.py")
     (tmp_path / "plain.py").write_text("x = 1\n")
+    # an engine that captures whole forwards: the primed overlap is sound there only
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\ncapture-modes = ["whole"]\n')
     return tmp_path
 
 
@@ -91,14 +97,17 @@ def test_json_lists_every_edit_with_its_rule(work: Path) -> None:
     assert all(e["safety"] == "safe" for e in files["prefetch.py"]["edits"])
     offloader = files["offloader.py"]
     assert offloader["strategies"] == ["overlap"]
-    assert {"OFL101", "OFL103"} <= {e["rule"] for e in offloader["edits"]}
+    # one rewrite fixes the pair: each of its edits names every finding it fixes
+    assert {"OFL101", "OFL103"} <= {r for e in offloader["edits"] for r in (e["rule"], *e["also_fixes"])}
     assert all(e["line"] > 0 and e["safety"] == "unsafe" for e in offloader["edits"])
     assert offloader["diff"].startswith("--- a/")
     assert payload["summary"]["changed"] == 2
 
 
 def test_unparsable_file_does_not_stop_the_others(work: Path) -> None:
-    (work / "broken.py").write_text("def f(:\n    pass\n")
+    # a hazard's words, so that the prefilter lets it through (a file with none is skipped by
+    # `check`'s pass over the tree, and `fix` acts on what `check` shows)
+    (work / "broken.py").write_text("import torch\n\n\ndef f(:\n    t.record_stream(torch.cuda.current_stream())\n")
     code, _, err = _run("--apply", str(work))
     assert code == 2
     assert "broken.py" in err and "syntax-error" in err
@@ -126,6 +135,7 @@ def test_crlf_reaches_the_line_breaks_inside_a_generated_docstring(tmp_path: Pat
     source = Path(__file__).resolve().parent.parent / "fixtures/golden/module_offloader_no_owner/in.py"
     path = tmp_path / "crlf.py"
     path.write_bytes(source.read_bytes().replace(b"\n", b"\r\n"))
+    (tmp_path / "pyproject.toml").write_text('[tool.offlint]\ncapture-modes = ["whole"]\n')
     assert _run("--apply", "--strategy", "overlap", str(path))[0] == 0
     fixed = path.read_bytes()
     assert b'"""End-of-forward join of the offloaders given to\r\n' in fixed
@@ -143,23 +153,35 @@ def test_changed_on_disk_is_left_alone(tmp_path: Path) -> None:
     assert path.read_bytes() == b"fixed\n"
 
 
-def test_a_fix_that_would_not_compile_is_dropped_and_the_rest_applied(
+def test_a_fix_that_would_not_compile_is_not_offered_and_the_next_one_is(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A fixer whose fix of a finding would not compile is not that finding's fix: `check` says
+    why, and the next fixer's fix of the same finding is offered and applied by `fix`."""
+
     def bad_plan(model, settings):  # type: ignore[no-untyped-def]
         plan = StatementPlan()
-        first = model.module.body[0]
-        plan.insert_before(
-            first, [cst.SimpleStatementLine([cst.Return()])], ("OFL204",), "broken on purpose"
-        )
+        for found in findings(model, ("OFL204",), settings.min_confidence):
+            line = next(
+                n for n in walk(model.module)
+                if isinstance(n, cst.SimpleStatementLine) and any(m is found.node for m in walk(n))
+            )
+            with plan.owning([Owner(found.code, found.node)]):
+                plan.insert_before(
+                    line, [cst.SimpleStatementLine([cst.Break()])], ("OFL204",), "broken on purpose"
+                )
         return plan, []
 
     broken = Fixer("broken", ("OFL204",), FixSafety.SAFE, bad_plan)
     monkeypatch.setattr(apply_module, "FIXERS", (broken, *apply_module.FIXERS))
     data = RECORD_STREAM.read_bytes()
-    result = fix_source(data, "m.py", FixSettings(select=frozenset({"OFL204"})))
-    assert any("dropped the broken fix" in e.message for e in result.errors)
-    assert b"consumer_stream" in result.fixed  # the real OFL204 fix still ran
+    settings = FixSettings(select=frozenset({"OFL204"}))
+    checked = check_source(data, "m.py", _check_settings(settings), fixes=FIX_AVAILABILITY)
+    (finding,) = checked.diagnostics
+    assert finding.fix is not None and finding.fix.fixer == "OFL204"
+    result = fix_source(data, "m.py", settings)
+    assert not result.errors
+    assert b"consumer_stream" in result.fixed and b"break" not in result.fixed  # the real OFL204 fix
     compile(result.fixed, "m.py", "exec")
 
 

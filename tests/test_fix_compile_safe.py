@@ -31,6 +31,11 @@ from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings, fix_source
 from offlint.fixing.compile_safe import parse_setting
 from tests.test_fix_dataflow import CaptureError, capture, fresh_torch
 
+# these tests fix for an engine that captures whole forwards (`capture-modes = ["whole"]`):
+# the rewrites the split capture modes defeat are offered only there (fixing/capture_modes.py)
+WHOLE = ("whole",)
+WHOLE_PROJECT = '[tool.offlint]\ncapture-modes = ["whole"]\n'
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 GOLDEN = FIXTURES / "golden"
@@ -44,7 +49,9 @@ EXPLAINED = ("OFL101", "OFL103", "OFL201", "OFL202", "OFL204")
 
 
 def _fix(data: bytes, *, compile_safe: bool | None, strategy: str = "auto", path: str = "m.py") -> FileFix:
-    settings = FixSettings(select=SELECT, strategy=strategy, min_confidence=FLOOR, compile_safe=compile_safe)
+    settings = FixSettings(
+        select=SELECT, strategy=strategy, min_confidence=FLOOR, compile_safe=compile_safe, capture_modes=WHOLE
+    )
     result = fix_source(data, path, settings)
     assert not result.errors, [e.message for e in result.errors]
     return result
@@ -363,6 +370,7 @@ def _cli(*args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "offloader.py").write_bytes(ORIGINAL.read_bytes())
+    (tmp_path / "pyproject.toml").write_text(WHOLE_PROJECT)
     return tmp_path
 
 
@@ -384,12 +392,12 @@ def test_cli_flags(project: Path) -> None:
 
 @pytest.mark.parametrize(("value", "golden"), [("true", "compile_safe/out_overlap.py"), ('"auto"', "out_overlap.py")])
 def test_config_key(project: Path, value: str, golden: str) -> None:
-    (project / "pyproject.toml").write_text(f"[tool.offlint.fix]\ncompile-safe = {value}\n")
+    (project / "pyproject.toml").write_text(f"{WHOLE_PROJECT}[tool.offlint.fix]\ncompile-safe = {value}\n")
     assert _fixed_by_cli(project) == (GOLDEN / "sglang_original" / golden).read_bytes()
 
 
 def test_the_flag_wins_over_the_config(project: Path) -> None:
-    (project / "pyproject.toml").write_text("[tool.offlint.fix]\ncompile-safe = true\n")
+    (project / "pyproject.toml").write_text(f"{WHOLE_PROJECT}[tool.offlint.fix]\ncompile-safe = true\n")
     assert _fixed_by_cli(project, "--no-compile-safe") == (GOLDEN / "sglang_original" / "out_overlap.py").read_bytes()
 
 

@@ -26,6 +26,10 @@ from offlint.catalogue import load_catalogue
 from offlint.diagnostics import Confidence
 from offlint.fixing.apply import FileFix, FixSettings, fix_source
 
+# these tests fix for an engine that captures whole forwards (`capture-modes = ["whole"]`):
+# the rewrites the split capture modes defeat are offered only there (fixing/capture_modes.py)
+WHOLE = ("whole",)
+
 # ----------------------------------------------------------------------------- capture simulator
 # A stand-in `torch` module that enforces the capture rules of shared/GROUND-TRUTH.md section 1
 # on the CPU, for running what `offlint fix` writes: streams, events, forks, joins and one capture
@@ -164,7 +168,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fix(source: str) -> FileFix:
-    result = fix_source(source.encode(), "m.py", FixSettings(select=SELECT, min_confidence=Confidence.LOW))
+    result = fix_source(source.encode(), "m.py", FixSettings(select=SELECT, min_confidence=Confidence.LOW, capture_modes=WHOLE))
     assert not result.errors, [e.one_line() for e in result.errors]
     return result
 
@@ -291,7 +295,8 @@ def test_event_without_a_repeatable_producer_is_made_external_and_the_fork_joine
     assert "self.ready = torch.cuda.Event(external=True)" in text
     assert "torch.cuda.current_stream().wait_stream(self.side)" in text
     assert not {"OFL101", "OFL103"} & set(_codes(result.fixed))
-    assert {e.fixer for e in result.edits} == {"external-event", "fork-join"}
+    # the fork and the wait on its event are one pair: one fix, planned by both fixers
+    assert {e.fixer for e in result.edits} == {"external-event+fork-join"}
 
     original = _load(EXTERNAL, monkeypatch).Prefetcher()
     original.prefetch("host")
@@ -428,13 +433,19 @@ class Prefetcher:
 def test_fix_rate_on_the_fixtures_meets_the_bar() -> None:
     """Issue 14's bar on the project's own fixtures: every finding fixed or left with a reason,
     at least 80 % fixed, outputs a second fix leaves alone."""
-    tally, left, broken = measure(sorted((ROOT / "fixtures").rglob("*.py")), DEFAULT_CODES)
+    paths = sorted((ROOT / "fixtures").rglob("*.py"))
+    tally, left, broken = measure(paths, DEFAULT_CODES, capture_modes=WHOLE)
     reported = sum(c["reported"] for c in tally.values())
     fixed = sum(c["fixed"] for c in tally.values())
     assert reported >= 10
     assert not broken
     assert sum(c["left, no reason"] for c in tally.values()) == 0, left
     assert fixed >= 0.8 * reported, left
+    # under every capture mode (the default) fewer fixes are sound; each finding left says why
+    tally, left, broken = measure(paths, DEFAULT_CODES)
+    assert not broken
+    assert sum(c["left, no reason"] for c in tally.values()) == 0, left
+    assert sum(c["fixed"] for c in tally.values()) < fixed
 
 
 def test_import_torch_is_added_when_the_module_has_no_torch_binding() -> None:
@@ -492,6 +503,6 @@ def test_an_event_taken_out_of_a_collection_is_left_saying_so() -> None:
         """
     ).encode()
     select = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)
-    result = fix_source(source, "offloader.py", FixSettings(select=select, min_confidence=Confidence.LOW))
+    result = fix_source(source, "offloader.py", FixSettings(select=select, min_confidence=Confidence.LOW, capture_modes=WHOLE))
     reasons = [n.reason for n in result.not_fixed if n.diagnostic.code == "OFL101"]
     assert reasons and "comes out of `self.pending`, a collection of events" in reasons[0]

@@ -152,11 +152,18 @@ def run_fix(path: Path, *options: str) -> dict[str, Any]:
     return report
 
 
-def fix_copy(case: FixtureCase, strategy: str, folder: Path, *options: str) -> FixedOutput:
-    """Copy the fixture into `folder` and fix it there with `strategy`."""
+def fix_copy(
+    case: FixtureCase, strategy: str, folder: Path, *options: str, modes: tuple[str, ...] | None = ("whole",)
+) -> FixedOutput:
+    """Copy the fixture into `folder` and fix it there with `strategy`, for an engine that
+    captures as `modes` say (`[tool.offlint] capture-modes`; None: the default, every mode). The
+    whole-capture life cycle (tests/test_fix_gpu.py) fixes for whole forwards; the capture-mode
+    matrix (tests/test_fix_capture_modes_gpu.py) fixes with the default."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / case.source.name
     shutil.copy(case.source, path)
+    lines = ["[tool.offlint]"] + ([f"capture-modes = {json.dumps(list(modes))}"] if modes else [])
+    (folder / "pyproject.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     report = run_fix(path, "--strategy", strategy, *options)
     (entry,) = report["files"]
     codes = frozenset(

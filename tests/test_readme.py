@@ -105,7 +105,7 @@ def test_the_site_lists_every_page() -> None:
     assert {f"rules/{code}.md" for code in load_catalogue()} <= on_disk
 
 
-def test_the_example_is_what_the_tool_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_example_is_what_the_tool_prints(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The bug section's `check` output and `fix` hunks are the tool's own, on the fixture."""
     from click.testing import CliRunner
 
@@ -118,7 +118,11 @@ def test_the_example_is_what_the_tool_prints(monkeypatch: pytest.MonkeyPatch) ->
     checked = CliRunner().invoke(main, [*words[1:], "--no-cache"])
     assert checked.exit_code == 1
     assert checked.stdout + checked.stderr.strip() + "\n" == expected
-    fixed = CliRunner().invoke(main, ["fix", "--no-force-exclude", "fixtures/sglang_offloader_original.py"])
+    whole = tmp_path / "offlint.toml"  # an engine that captures whole forwards
+    whole.write_text('capture-modes = ["whole"]\n', encoding="utf-8")
+    fixed = CliRunner().invoke(
+        main, ["fix", "--no-force-exclude", "--config", str(whole), "fixtures/sglang_offloader_original.py"]
+    )
     assert fixed.exit_code == 1
     diff = section.split("```diff\n", 1)[1].split("```", 1)[0]
     hunks = ["@@ " + hunk for hunk in diff.split("@@ ")[1:]]

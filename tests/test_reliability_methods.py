@@ -28,7 +28,8 @@ def test_each_method_s_recordings_are_found_once_per_class(monkeypatch: pytest.M
 
     monkeypatch.setattr(event_handoff, "_recordings", counted)
     n = 60
-    settings = FileSettings(select=frozenset(load_catalogue()), min_confidence=Confidence("low"))
+    # the hand-off fix is offered for an engine capturing whole forwards only
+    settings = FileSettings(select=frozenset(load_catalogue()), min_confidence=Confidence("low"), capture_modes=("whole",))
     report = check_source(many_methods(n).encode(), "m.py", settings, fixes=FIX_AVAILABILITY)
     assert any(d.fix is not None for d in report.diagnostics)  # the handoff fixer did plan
     # 3 methods per i plus __init__: one question per method, not one per (wait, method)

@@ -92,7 +92,13 @@ FIXABLE = [ex for spec in CATALOGUE.values() if spec.fix_safety.value != "none" 
 
 def _fix(example: RuleExample, code: bytes) -> bytes:
     patterns = tuple(str(p) for p in example.config.get("capture-reachable", []))  # type: ignore[union-attr]
-    settings = FixSettings(select=frozenset(CATALOGUE), capture_reachable=patterns, min_confidence=Confidence.LOW)
+    settings = FixSettings(
+        select=frozenset(CATALOGUE),
+        capture_reachable=patterns,
+        min_confidence=Confidence.LOW,
+        # the `fixed` examples are what `fix` writes for an engine that captures whole forwards
+        capture_modes=("whole",),
+    )
     result = fix_source(code, f"{example.id}.py", settings)
     assert not result.errors, result.errors
     return result.fixed

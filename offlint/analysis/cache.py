@@ -468,7 +468,8 @@ def _encode(report: FileReport) -> dict[str, Any]:
                 d.note,
                 d.confidence.value,
                 _encode_fix(d.fix),
-                *([d.cell] if d.cell is not None else []),
+                *([d.cell] if d.cell is not None or d.not_fixed is not None else []),
+                *([d.not_fixed] if d.not_fixed is not None else []),
             ]
             for d in report.diagnostics
         ]
@@ -485,17 +486,25 @@ def _encode(report: FileReport) -> dict[str, Any]:
 def _encode_fix(fix: Fix | None) -> list[Any] | None:
     if fix is None:
         return None
-    return [fix.title, fix.safety.value, [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits]]
+    return [
+        fix.title,
+        fix.safety.value,
+        [[e.line, e.column, e.end_line, e.end_column, e.content] for e in fix.edits],
+        fix.fixer,
+        list(fix.notes),
+    ]
 
 
 def _decode_fix(raw: Any) -> Fix | None:
     if raw is None:
         return None
-    title, safety, edits = raw
+    title, safety, edits = raw[:3]
     return Fix(
         str(title),
         FixSafety(safety),
         tuple(TextEdit(int(a), int(b), int(c), int(d), str(text)) for a, b, c, d, text in edits),
+        str(raw[3]) if len(raw) > 3 else "",
+        tuple(str(n) for n in raw[4]) if len(raw) > 4 else (),
     )
 
 
@@ -507,6 +516,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
     for row in entry.get("d", ()):
         line, column, end_line, end_column, code, name, message, fix_title, safety, source, note, confidence, fix = row[:13]
         cell = row[13] if len(row) > 13 else None  # a notebook's cell
+        not_fixed = row[14] if len(row) > 14 else None
         report.diagnostics.append(
             Diagnostic(
                 path=display,
@@ -521,6 +531,7 @@ def _decode(entry: dict[str, Any], display: str) -> FileReport:
                 confidence=Confidence(confidence),
                 fix=_decode_fix(fix),
                 cell=None if cell is None else int(cell),
+                not_fixed=None if not_fixed is None else str(not_fixed),
             )
         )
     report.index = tuple(

@@ -91,6 +91,11 @@ class FileSettings:
     min_confidence: Confidence = DEFAULT_MIN_CONFIDENCE
     # `[tool.offlint.fix] compile-safe` (None: auto): the fixes `check` attaches are `fix`'s
     compile_safe: bool | None = None
+    # `--strategy` / `[tool.offlint.fix] strategy`: the offloader rewrite `check` attaches
+    fix_strategy: str = "auto"
+    # `[tool.offlint] capture-modes`: how the engine may capture; a fix `check` attaches is sound
+    # under each (fixing/capture_modes.py). Default: every mode.
+    capture_modes: tuple[str, ...] = ("whole", "piecewise", "segmented-sglang", "segmented-vllm")
 
     def key(self) -> str:
         return self._key
@@ -107,6 +112,8 @@ class FileSettings:
                 ";".join("=".join(h) for h in self.hints),
                 "segmented" if self.segmented_capture else "",
                 "" if self.compile_safe is None else f"compile-safe={self.compile_safe}",
+                "" if self.fix_strategy == "auto" else f"strategy={self.fix_strategy}",
+                "modes=" + ",".join(self.capture_modes),
                 # a result under other budgets (too-large, or no fix) is not this run's
                 f"budgets={analysis_budget()},{libcst_budget()}",
             ]
@@ -441,9 +448,29 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
             report.timings["fix availability"] = time.perf_counter() - started
             return
         full = build_model(parsed, job.options())
-        report.diagnostics = fixes.confirm(full, job.settings, report.diagnostics)
+        report.diagnostics = _confirmed(fixes, full, job.settings, report.diagnostics, job.text)
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
+
+
+NOT_REPRODUCED = "libcst does not reproduce this file byte for byte"
+
+
+def _confirmed(
+    fixes: FixConfirmer, model: ModuleModel, settings: FileSettings, diagnostics: list[Diagnostic], text: str
+) -> list[Diagnostic]:
+    """The fixes confirmed on `model`; none where libcst does not give the text back as read
+    (a form feed at a line start, a lone CR at the end): a fix's edits would land on lines the
+    file does not have, and `fix` writes nothing there."""
+    code = model.module.code
+    if code != text:
+        at = next((i for i, (a, b) in enumerate(zip(text, code, strict=False)) if a != b), min(len(text), len(code)))
+        line = text.count("\n", 0, at) + 1
+        reason = (
+            f"{NOT_REPRODUCED} (line {line} would change: a form feed, lone carriage return or stray BOM there?)"
+        )
+        return [d.left_because(reason) if d.fixable else d for d in diagnostics]
+    return fixes.confirm(model, settings, diagnostics)
 
 
 def _leave_unconfirmed_below_floor(report: FileReport, floor: Confidence) -> None:
@@ -521,7 +548,7 @@ def _analyse_libcst(job: _Job) -> FileReport:
         if job.fixes is not None and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
             if _fixable_at_floor(report.diagnostics, settings.min_confidence):
-                report.diagnostics = job.fixes.confirm(model, settings, report.diagnostics)
+                report.diagnostics = _confirmed(job.fixes, model, settings, report.diagnostics, text)
             else:
                 _leave_unconfirmed_below_floor(report, settings.min_confidence)
             report.timings["fix availability"] = time.perf_counter() - started

@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
-from offlint.analysis.build import build_model
 from offlint.analysis.callgraph import Seed
 from offlint.analysis.deep_stack import on_deep_stack
 from offlint.analysis.engine import (
+    NOT_REPRODUCED,
     DecodeError,
     FileSettings,
     check_source,
@@ -33,15 +33,17 @@ from offlint.analysis.engine import (
 )
 from offlint.analysis.guard import compile_quietly, refusal
 from offlint.analysis.model import ModelOptions, ModuleModel
-from offlint.analysis.positions import locate
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
     Diagnostic,
     ErrorKind,
     FileError,
+    Fix,
     FixSafety,
+    TextEdit,
 )
+from offlint.fixing.capture_modes import CAPTURE_MODES
 from offlint.fixing.compile_safe import compile_safe_for
 from offlint.fixing.edits import Edit, StatementPlan
 from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
@@ -71,6 +73,9 @@ class FixSettings:
     segmented_capture: bool = False
     # the semantic core's receiver objects (`FileSettings.hints`)
     hints: tuple[tuple[str, str, str], ...] = ()
+    # how the engine may capture (fixing/capture_modes.py): a fix is offered only where it is
+    # sound under each; default every mode
+    capture_modes: tuple[str, ...] = CAPTURE_MODES
 
     def model_options(self) -> ModelOptions:
         return ModelOptions(
@@ -93,7 +98,13 @@ class Fixer:
 
 
 def _offloader(model: ModuleModel, settings: FixSettings) -> tuple[StatementPlan, list[str]]:
-    return plan_offloader_fix(model, settings.strategy, compile_safe=_compile_safe(model, settings))
+    return plan_offloader_fix(
+        model,
+        settings.strategy,
+        compile_safe=_compile_safe(model, settings),
+        floor=settings.min_confidence,
+        capture_modes=settings.capture_modes,
+    )
 
 
 def _compile_safe(model: ModuleModel, settings: FixSettings) -> bool:
@@ -139,7 +150,10 @@ FIXERS = (
         ),
     ),
     Fixer(
-        "OFL204", ("OFL204",), FixSafety.SAFE, lambda model, _: (plan_record_stream_fix(model), [])
+        "OFL204",
+        ("OFL204",),
+        FixSafety.SAFE,
+        lambda model, settings: (plan_record_stream_fix(model, settings.min_confidence), []),
     ),
     Fixer(
         "OFL106",
@@ -284,6 +298,9 @@ def _check_settings(settings: FixSettings) -> FileSettings:
         seeds=settings.seeds,
         segmented_capture=settings.segmented_capture,
         hints=settings.hints,
+        compile_safe=settings.compile_safe,
+        fix_strategy=settings.strategy,
+        capture_modes=settings.capture_modes,
     )
 
 
@@ -305,6 +322,11 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
 
 
 def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
+    """check -> apply the non-overlapping fixes `check` attached to the findings it shows ->
+    re-check, until a check attaches nothing (bounded). No fixer runs here: every change is a
+    finding's own fix, planned by `check` from that finding's facts."""
+    from offlint.fixing.availability import FIX_LOOP_AVAILABILITY
+
     result = FileFix(path=path, original=data, fixed=data)
     try:
         text = decode_source(data)
@@ -315,175 +337,165 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     if refused is not None:
         result.errors.append(refusal_error(path, refused))
         return result
-    # a fix acts on what `check` shows at the same confidence floor, never on more
-    checked = check_source(data, path, _check_settings(settings))
-    if checked.errors:
-        result.errors.extend(checked.errors)
-        return result
-    shown = {d.code for d in checked.diagnostics if d.confidence.at_least(settings.min_confidence)}
-    fixers = [f for f in FIXERS if f.selected(settings.select) and any(rule in shown for rule in f.rules)]
-    if not fixers:
-        try:  # nothing to fix; a file `fix` cannot read losslessly is still reported
-            cst.parse_module(data)
-        except Exception as exc:
-            result.errors.append(parse_error(path, exc))
-        result.left = [d for d in checked.diagnostics if d.confidence.at_least(settings.min_confidence)]
-        return result
-    dropped: set[str] = set()
-    round_trip_checked = False  # libcst gives the original back byte for byte
-    original_compiles: bool | None = None  # asked only when a fixer produced something
+    check_settings = _check_settings(settings)
+    original_compiles: bool | None = None
     current = data
-    # the text last parsed, its tree and model: valid for every fixer until one changes the text
-    # (on a large file a parse and a model cost seconds, and they used to be redone per fixer)
-    parsed: tuple[bytes, cst.Module, ModuleModel | None] | None = None
-    for round_number in range(MAX_ROUNDS):
-        if round_number and current != data:
-            # the fixed text can show findings the original did not (a rewritten method now
-            # records on its allocating stream): their fixers join, or the next run would fix
-            # what this one left (a write that is not a fixed point)
-            now = check_source(current, path, _check_settings(settings))
-            shown_now = {d.code for d in now.diagnostics if d.confidence.at_least(settings.min_confidence)}
-            fixers = [
-                f for f in FIXERS if f in fixers or (f.selected(settings.select) and any(r in shown_now for r in f.rules))
-            ]
-        progressed = False
-        for fixer in fixers:
-            if fixer.name in dropped:
-                continue
-            try:
-                if parsed is None or parsed[0] is not current:
-                    module = cst.parse_module(current)
-                    if not round_trip_checked and module.bytes != data:
-                        line = first_difference(data, module.bytes)
-                        result.errors.append(
-                            FileError(
-                                path,
-                                ErrorKind.INTERNAL,
-                                "not fixed: libcst does not reproduce this file byte for byte"
-                                f" (line {line} would change: a form feed, lone carriage return or"
-                                " stray BOM there?)",
-                                line=line,
-                            )
-                        )
-                        return result
-                    round_trip_checked = True  # the later parses are of offlint's own output
-                    parsed = (current, module, None)
-                _, module, model = parsed
-                if model is None:
-                    model = build_model(module, settings.model_options())
-                    parsed = (current, module, model)
-                plan, used = fixer.plan(model, settings)
-            except Exception as exc:  # one bad file never stops the run
-                parsed = None  # a model a fixer failed on is not handed to the next one
-                if current == data:
-                    result.errors.append(parse_error(path, exc))
-                    return result
-                result.errors.append(
-                    FileError(path, ErrorKind.INTERNAL, f"{fixer.name} fix failed: {exc}")
-                )
-                dropped.add(fixer.name)
-                continue
-            for note in plan.notes:
-                if note not in result.notes:
-                    result.notes.append(note)
-            if not plan:
-                continue
-            try:
-                # where the changed statements are, not the whole module's positions (a full
-                # regeneration of a large file, seconds each time a fixer applies)
-                positions = locate(module, decode_source(current), [record.anchor for record in plan.records])
-                applied = plan.apply(module)
-                fixed = applied.bytes
-                if b"\r" in current:
-                    fixed = keep_lone_cr(applied.code, module.code).encode(applied.encoding)
-            except Exception as exc:  # e.g. RecursionError past the deep stack's limit
-                result.errors.append(
-                    FileError(path, ErrorKind.INTERNAL, f"dropped the {fixer.name} fix: {parse_error(path, exc).message}")
-                )
-                dropped.add(fixer.name)
-                continue
-            if original_compiles is None:
-                original_compiles = compiles(data, path)
-            fixed_module, problem = _parsed_result(fixed, path, must_compile=original_compiles)
-            if problem is None:
-                outside = changed_outside(current, fixed, edited_spans(plan, positions))
-                if outside is not None:
-                    problem = f"it would change line {outside}, outside the statements it edits"
-            if problem is not None:
-                result.errors.append(
-                    FileError(
-                        path,
-                        ErrorKind.INTERNAL,
-                        f"dropped the {fixer.name} fix: {problem}",
-                    )
-                )
-                dropped.add(fixer.name)
-                continue
-            if fixed == current:
-                continue
-            result.edits.extend(
-                plan.edits(
-                    dict(positions),
-                    fixer.safety,
-                    fixer.name if not used else f"offloader-{used[0]}",
-                )
+    shown: list[Diagnostic] = []
+    failed: set[tuple[str, tuple[TextEdit, ...]]] = set()  # fixes whose result did not parse
+    for round_number in range(MAX_ROUNDS + 1):
+        report = check_source(current, path, check_settings, fixes=FIX_LOOP_AVAILABILITY)
+        if report.errors:
+            if round_number == 0:
+                result.errors.extend(report.errors)
+                return result
+            result.errors.append(  # the fixes wrote what check cannot read: nothing is written
+                FileError(path, ErrorKind.INTERNAL, f"not fixed: the fixed text cannot be checked ({report.errors[0].message})")
             )
-            result.strategies.extend(used)
-            current = fixed
-            if fixed_module is not None:  # parsed just now: the next fixer plans on it
-                parsed = (current, fixed_module, None)
-            progressed = True
-        if not progressed:
+            current = data
+            result.edits.clear()
+            result.strategies.clear()
+            shown = []
             break
-    else:
-        # a fix that does not reach a fixed point is not a fix: writing its last round would
-        # grow the file on every run. Nothing is written; the file is reported.
-        result.errors.append(
-            FileError(
-                path,
-                ErrorKind.INTERNAL,
-                f"not fixed: the fixes still changed the file after {MAX_ROUNDS} rounds (no fixed point); not written",
+        shown = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
+        offered = _offered(shown, settings.select, failed)
+        if round_number == 0 and not offered and not report.parsed:
+            try:  # the prefilter passed over it: a file `fix` cannot read is still reported
+                cst.parse_module(data)
+            except Exception as exc:
+                result.errors.append(parse_error(path, exc))
+                return result
+        if round_number == 0:
+            unread = next((d.not_fixed for d in shown if d.not_fixed and d.not_fixed.startswith(NOT_REPRODUCED)), None)
+            if unread is not None:
+                line = first_difference(data, cst.parse_module(data).bytes)
+                result.errors.append(FileError(path, ErrorKind.INTERNAL, f"not fixed: {unread}", line=line))
+                return result
+        if not offered:
+            break
+        if round_number == MAX_ROUNDS:
+            # a fix that does not reach a fixed point is not a fix: writing its last round would
+            # grow the file on every run. Nothing is written; the file is reported.
+            result.errors.append(
+                FileError(
+                    path,
+                    ErrorKind.INTERNAL,
+                    f"not fixed: the fixes still changed the file after {MAX_ROUNDS} rounds (no fixed point); not written",
+                )
             )
-        )
-        current = data
-        result.edits.clear()
-        result.strategies.clear()
+            current = data
+            result.edits.clear()
+            result.strategies.clear()
+            shown = [d for d in check_source(data, path, check_settings).diagnostics if d.confidence.at_least(settings.min_confidence)]
+            break
+        if original_compiles is None:
+            original_compiles = compiles(data, path)
+        applied = _apply_round(current, path, _non_overlapping(offered), original_compiles, failed, result)
+        if applied is None:
+            break
+        current = applied
     result.edits.sort(key=lambda e: (e.line, e.rule))
     result.fixed = current
-    report = check_source(current, path, _check_settings(settings))
-    result.left = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
-    result.remaining = [d for d in result.left if d.fixable]
-    try:
-        result.not_fixed = _reasons(current, result.left, fixers, settings)
-    except Exception:  # the reasons are a courtesy: never lose the fix over them
-        result.not_fixed = []
+    result.left = shown
+    result.remaining = [d for d in shown if d.fix is not None]
+    result.not_fixed = [NotFixed(d, d.not_fixed) for d in shown if d.not_fixed]
     return result
 
 
-def _reasons(
-    data: bytes, left: list[Diagnostic], fixers: list[Fixer], settings: FixSettings
-) -> list[NotFixed]:
-    """Why each fixer leaves the findings of its rules that are still there: the fixers plan
-    once more on the final text and say, per finding, what stopped them."""
-    wanted = {(d.code, d.location.line): d for d in left if any(d.code in f.rules for f in fixers)}
-    if not wanted:
-        return []
-    module = cst.parse_module(data)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    model = build_model(module, settings.model_options())
-    found: dict[tuple[str, int], NotFixed] = {}
-    for fixer in fixers:
-        try:
-            plan, _ = fixer.plan(model, settings)
-        except Exception:  # a fixer that cannot plan gives no reason; its error is reported
+def _apply_round(
+    current: bytes,
+    path: str,
+    chosen: list[tuple[Fix, list[Diagnostic]]],
+    must_compile: bool,
+    failed: set[tuple[str, tuple[TextEdit, ...]]],
+    result: FileFix,
+) -> bytes | None:
+    """`current` with the chosen fixes (planned on it, touching no common line) applied together;
+    a fix whose result does not parse is dropped, reported, and not offered again. None when
+    nothing applied."""
+
+    def accept(fixes: list[tuple[Fix, list[Diagnostic]]]) -> bytes | None:
+        fixed = apply_text_edits(current, tuple(e for fix, _ in fixes for e in fix.edits))
+        if fixed is None or (must_compile and not compiles(fixed, path)):
+            return None
+        for fix, carriers in fixes:
+            result.edits.extend(_reported_edits(fix, carriers))
+            result.notes.extend(n for n in fix.notes if n not in result.notes)
+            if fix.fixer.startswith("offloader-"):
+                result.strategies.append(fix.fixer.removeprefix("offloader-"))
+        return fixed
+
+    together = accept(chosen)
+    if together is not None:
+        return together
+    good = []
+    for fix, carriers in chosen:  # which one broke it: each alone
+        fixed = apply_text_edits(current, fix.edits)
+        problem = "its edits do not fit the text" if fixed is None else result_problem(fixed, path, must_compile=must_compile)
+        # (libcst's own parse, only here: the re-check parses what is applied)
+        if problem is None:
+            good.append((fix, carriers))
             continue
-        for code, node, reason in plan.not_fixed:
-            where = positions.get(node)
-            key = (code, where.start.line if where is not None else 0)
-            if key not in wanted:
-                continue
-            if key not in found:
-                found[key] = NotFixed(wanted[key], reason)
-            elif reason not in found[key].reason:  # each fixer that looked says why it left it
-                found[key] = NotFixed(wanted[key], f"{found[key].reason}; {reason}")
-    return sorted(found.values(), key=lambda n: n.diagnostic.sort_key)
+        failed.add((fix.fixer, fix.edits))
+        result.errors.append(FileError(path, ErrorKind.INTERNAL, f"dropped the {fix.fixer} fix: {problem}"))
+    return accept(good[:1]) if good else None
+
+
+def _offered(
+    shown: list[Diagnostic], select: frozenset[str], failed: set[tuple[str, tuple[TextEdit, ...]]]
+) -> list[tuple[Fix, list[Diagnostic]]]:
+    """The fixes carried by the findings shown whose rules are selected, each once, with the
+    findings that carry it, in the order of their first edit."""
+    fixes: dict[tuple[str, tuple[TextEdit, ...]], tuple[Fix, list[Diagnostic]]] = {}
+    for d in shown:
+        if d.fix is None or d.code not in select or (d.fix.fixer, d.fix.edits) in failed:
+            continue
+        fixes.setdefault((d.fix.fixer, d.fix.edits), (d.fix, []))[1].append(d)
+    return sorted(fixes.values(), key=lambda item: (item[0].edits[0].line, item[0].edits[0].column) if item[0].edits else (0, 0))
+
+
+def _non_overlapping(offered: list[tuple[Fix, list[Diagnostic]]]) -> list[tuple[Fix, list[Diagnostic]]]:
+    """Fixes whose edits touch no line another chosen fix touches (ruff's rule), in order."""
+    chosen: list[tuple[Fix, list[Diagnostic]]] = []
+    taken: list[tuple[int, int]] = []
+    for fix, carriers in offered:
+        spans = [(e.line, max(e.end_line, e.line)) for e in fix.edits]
+        if any(a <= d and c <= b for a, b in spans for c, d in taken):
+            continue
+        chosen.append((fix, carriers))
+        taken.extend(spans)
+    return chosen
+
+
+def apply_text_edits(data: bytes, edits: tuple[TextEdit, ...]) -> bytes | None:
+    """`data` with whole-line `edits` (planned on its decoded text's lines) applied, encoded as
+    it was (its encoding, its BOM); None when they do not fit the text."""
+    import io
+    import tokenize
+
+    text = decode_source(data)
+    lines = text.splitlines(keepends=True)
+    for edit in sorted(edits, key=lambda e: (e.line, e.end_line), reverse=True):
+        if edit.column != 1 or edit.end_column != 1 or not 1 <= edit.line <= edit.end_line <= len(lines) + 1:
+            return None
+        lines[edit.line - 1 : edit.end_line - 1] = [edit.content]
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    out = "".join(lines)
+    if encoding == "utf-8-sig":
+        return b"\xef\xbb\xbf" + out.encode("utf-8")
+    return out.encode(encoding)
+
+
+def _reported_edits(fix: Fix, carriers: list[Diagnostic]) -> list[Edit]:
+    codes = list(dict.fromkeys(d.code for d in carriers))
+    return [
+        Edit(
+            rule=codes[0],
+            also_fixes=tuple(codes[1:]),
+            title=fix.title,
+            safety=fix.safety,
+            line=edit.line,
+            end_line=max(edit.line, edit.end_line - 1),
+            fixer=fix.fixer,
+        )
+        for edit in fix.edits
+    ]

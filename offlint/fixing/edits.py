@@ -4,6 +4,8 @@ fixes, applied in one libcst pass; and the `Edit`s reported for them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -46,10 +48,42 @@ class _Ops:
 
 
 @dataclass(frozen=True)
+class Owner:
+    """A finding a planned change belongs to: its rule and the node the rule reported."""
+
+    code: str
+    node: cst.CSTNode
+
+    def __hash__(self) -> int:
+        return hash((self.code, id(self.node)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Owner) and other.code == self.code and other.node is self.node
+
+
+@dataclass(frozen=True)
 class _Record:
     anchor: cst.CSTNode
     rules: tuple[str, ...]
     title: str
+    # the findings this change fixes (the fixer's `owning(...)` block it was planned in)
+    owners: frozenset[Owner] = frozenset()
+    label: str = ""  # the strategy it belongs to ("offloader-overlap"), "" for the fixer's own
+    is_import: bool = False  # an `import` AddImportsVisitor adds: shared, never joins units
+
+
+@dataclass
+class FixUnit:
+    """The changes of one plan that fix the same findings together: what one finding's fix is.
+
+    Changes that share a statement, or a finding, are one unit (a hazard pair fixed by one
+    rewrite is one unit, so it is applied whole or not at all)."""
+
+    owners: frozenset[Owner]
+    plan: StatementPlan
+    label: str
+    titles: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 class StatementPlan:
@@ -63,12 +97,114 @@ class StatementPlan:
         self._ops: dict[cst.CSTNode, _Ops] = {}
         self.records: list[_Record] = []
         self.notes: list[str] = []
+        # the findings each note is about (the `owning` block it was written in): a fix's notes
+        self._note_owners: list[frozenset[Owner]] = []
         # findings the fixer looked at and leaves: (rule code, the finding's node, why)
         self.not_fixed: list[tuple[str, cst.CSTNode, str]] = []
         self._imports: list[str] = []  # modules `import`ed when the plan applies
+        self._import_owners: dict[str, frozenset[Owner]] = {}
+        self._owners: frozenset[Owner] = frozenset()
+        self._label = ""
+        # findings fixed together or not at all (a fork and the wait on its event; two waits one
+        # rewrite guards): in one plan they are one unit; across fixers `check` joins their fixes
+        self.pairs: list[tuple[Owner, Owner]] = []
 
     def __bool__(self) -> bool:
         return bool(self._ops) or bool(self._imports)
+
+    @contextmanager
+    def owning(self, owners: Iterator[Owner] | list[Owner] | tuple[Owner, ...], label: str = "") -> Iterator[None]:
+        """Changes planned inside belong to these findings: they are those findings' fix."""
+        saved = self._owners, self._label
+        self._owners, self._label = frozenset(owners), label or self._label
+        try:
+            yield
+        finally:
+            self._owners, self._label = saved
+
+    @contextmanager
+    def labelled(self, label: str) -> Iterator[None]:
+        """Changes planned inside belong to the strategy `label` (the report's fixer name)."""
+        saved = self._label
+        self._label = label
+        try:
+            yield
+        finally:
+            self._label = saved
+
+    def absorb(self, other: StatementPlan) -> bool:
+        """Add `other`'s changes (planned on the same tree); False when both replace one statement."""
+        for anchor, op in other._ops.items():
+            mine = self._ops.get(anchor)
+            if mine is None:
+                self._ops[anchor] = _Ops(list(op.before), list(op.after), op.replacement)
+                continue
+            if mine.replacement is not _KEEP and op.replacement is not _KEEP:
+                return False
+            mine.before.extend(op.before)
+            mine.after.extend(op.after)
+            if op.replacement is not _KEEP:
+                mine.replacement = op.replacement
+        self.records.extend(other.records)
+        for module in other._imports:
+            if module not in self._imports:
+                self._imports.append(module)
+        return True
+
+    def note(self, text: str) -> None:
+        """A note for the user about the fix of the findings owned here (or the file's)."""
+        self.notes.append(text)
+        self._note_owners.append(self._owners)
+
+    def join_units(self, first: Owner, second: Owner) -> None:
+        """`first` and `second` are fixed together or not at all."""
+        self.pairs.append((first, second))
+
+    def _record(self, anchor: cst.CSTNode, rules: tuple[str, ...], title: str, *, is_import: bool = False) -> None:
+        self.records.append(_Record(anchor, rules, title, self._owners, self._label, is_import))
+
+    def units(self) -> list[FixUnit]:
+        """The plan split into its fixes: records sharing a statement or a finding join one unit.
+        Records planned outside any `owning` block belong to no finding and are in no unit."""
+        parent: dict[int, int] = {}
+
+        def find(x: int) -> int:
+            while parent.setdefault(x, x) != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: int, b: int) -> None:
+            parent[find(a)] = find(b)
+
+        owned = [r for r in self.records if r.owners]
+        by_anchor: dict[int, int] = {}
+        by_owner: dict[Owner, int] = {}
+        for index, record in enumerate(owned):
+            find(index)
+            if not record.is_import:
+                union(index, by_anchor.setdefault(id(record.anchor), index))
+            for owner in record.owners:
+                union(index, by_owner.setdefault(owner, index))
+        for first, second in self.pairs:
+            if first in by_owner and second in by_owner:
+                union(by_owner[first], by_owner[second])
+        groups: dict[int, list[_Record]] = {}
+        for index, record in enumerate(owned):
+            groups.setdefault(find(index), []).append(record)
+        units = []
+        for records in groups.values():
+            owners = frozenset(o for r in records for o in r.owners)
+            sub = StatementPlan()
+            anchors = {id(r.anchor) for r in records}
+            sub._ops = {a: op for a, op in self._ops.items() if id(a) in anchors}
+            sub.records = list(records)
+            sub._imports = [m for m in self._imports if self._import_owners.get(m, frozenset()) & owners]
+            label = next((r.label for r in records if r.label), "")
+            titles = tuple(dict.fromkeys(r.title for r in records))
+            notes = tuple(n for n, o in zip(self.notes, self._note_owners, strict=False) if o & owners)
+            units.append(FixUnit(owners, sub, label, titles, notes))
+        return units
 
     def need_import(
         self, module: str, anchor: cst.BaseStatement | None, rules: tuple[str, ...], title: str
@@ -76,10 +212,12 @@ class StatementPlan:
         """`import <module>`, added (once, where imports go) by libcst's AddImportsVisitor; the
         anchor is the statement it lands next to, for the report."""
         if module in self._imports:
+            self._import_owners[module] = self._import_owners[module] | self._owners
             return
         self._imports.append(module)
+        self._import_owners[module] = self._owners
         if anchor is not None:
-            self.records.append(_Record(anchor, rules, title))
+            self._record(anchor, rules, title, is_import=True)
 
     def _at(self, anchor: cst.CSTNode) -> _Ops:
         return self._ops.setdefault(anchor, _Ops())
@@ -92,7 +230,7 @@ class StatementPlan:
         title: str,
     ) -> None:
         self._at(anchor).before.extend(new)
-        self.records.append(_Record(anchor, rules, title))
+        self._record(anchor, rules, title)
 
     def insert_after(
         self,
@@ -102,7 +240,7 @@ class StatementPlan:
         title: str,
     ) -> None:
         self._at(anchor).after.extend(new)
-        self.records.append(_Record(anchor, rules, title))
+        self._record(anchor, rules, title)
 
     def replace(
         self, node: cst.CSTNode, new: cst.CSTNode | None, rules: tuple[str, ...], title: str
@@ -111,7 +249,7 @@ class StatementPlan:
         if ops.replacement is not _KEEP:
             raise ValueError("two fixes replace the same statement")
         ops.replacement = new
-        self.records.append(_Record(node, rules, title))
+        self._record(node, rules, title)
 
     def apply(self, module: cst.Module) -> cst.Module:
         ops = self._ops

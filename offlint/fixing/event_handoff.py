@@ -42,7 +42,7 @@ from offlint.analysis.syntax import unsubscripted, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.compile_safe import NEEDS_CAPTURE_STATE
-from offlint.fixing.edits import StatementPlan
+from offlint.fixing.edits import Owner, StatementPlan
 from offlint.fixing.findings import Found, at_call_sites
 
 RULES = ("OFL101", "OFL202")
@@ -101,7 +101,8 @@ def plan_event_handoffs(
     spelling = spelling or CaptureTestSpelling(model, plan, RULES[:1])
     # (class, attr) whose producers and __init__ are planned: "" done, else why they cannot be
     tagged: dict[tuple[int, str], str] = {}
-    wrapped: list[cst.BaseStatement] = []
+    wrapped: list[tuple[cst.BaseStatement, Owner]] = []
+    firsts: dict[tuple[int, str], Owner] = {}
     for found, site in at_call_sites(model, RULES, floor):
         handoff = _handoff(model, site)
         if isinstance(handoff, str):
@@ -110,20 +111,34 @@ def plan_event_handoffs(
         if compile_safe:
             plan.not_fixed.append((found.code, found.node, COMPILE_SAFE_REASON))
             continue
+        owner = Owner(found.code, found.node)
         statement = handoff.wait_statement
-        if any(_holds(statement, w) or _holds(w, statement) for w in wrapped):
-            continue  # two waits in one statement: the first rewrite guards the statement
-        wrapped.append(statement)
+        holder = next((w for w in wrapped if _holds(statement, w[0]) or _holds(w[0], statement)), None)
+        if holder is not None:
+            # two waits in one statement: the first rewrite guards the statement, for both
+            plan.join_units(holder[1], owner)
+            continue
+        wrapped.append((statement, owner))
         cls = handoff.cls
         key = (id(cls), handoff.storage.attr)
-        if key not in tagged:
-            tagged[key] = _plan_tags(model, cls, handoff, plan, spelling)
-            if not tagged[key]:
-                _plan_eager_only_wrap_arounds(model, cls, handoff.producer, plan, spelling)
-        if tagged[key]:
-            plan.not_fixed.append((found.code, found.node, tagged[key]))
-            continue
-        _plan_guarded_wait(model, handoff, plan, spelling, found.code)
+        # every wait on one event shares its producer's tags: one fix, all of them or none
+        first = firsts.setdefault(key, owner)
+        # the producer's forks (OFL103): its copy is now waited on in the call that needs it, or
+        # issued again there; with the wrap-around eager-only the pair is fixed by this rewrite
+        forks = [
+            Owner(fork.code, fork.node)
+            for fork, fork_site in at_call_sites(model, ("OFL103",), floor)
+            if fork_site.function is handoff.producer.method
+        ]
+        with plan.owning([owner, first, *forks]):
+            if key not in tagged:
+                tagged[key] = _plan_tags(model, cls, handoff, plan, spelling)
+                if not tagged[key]:
+                    _plan_eager_only_wrap_arounds(model, cls, handoff.producer, plan, spelling)
+            if tagged[key]:
+                plan.not_fixed.append((found.code, found.node, tagged[key]))
+                continue
+            _plan_guarded_wait(model, handoff, plan, spelling, found.code)
     return plan
 
 

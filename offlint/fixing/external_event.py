@@ -33,7 +33,7 @@ from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 from offlint.analysis.syntax import name_of, unsubscripted, walk
 from offlint.analysis.torch_api import EVENT_CONSTRUCTORS
 from offlint.diagnostics import Confidence
-from offlint.fixing.edits import StatementPlan
+from offlint.fixing.edits import Owner, StatementPlan
 from offlint.fixing.event_handoff import COMPILE_SAFE_REASON as HANDOFF_COMPILE_SAFE_REASON
 from offlint.fixing.event_handoff import handoff_of
 from offlint.fixing.findings import at_call_sites
@@ -44,7 +44,7 @@ _EXTERNAL = m.Arg(keyword=m.Name("external"))
 
 def plan_external_events(model: ModuleModel, floor: Confidence, *, compile_safe: bool = False) -> StatementPlan:
     plan = StatementPlan()
-    by_statement: dict[cst.BaseStatement, list[cst.Call]] = {}
+    by_statement: dict[cst.BaseStatement, tuple[list[cst.Call], list[Owner]]] = {}
     for found, site in at_call_sites(model, RULES, floor):
         if compile_safe and handoff_of(model, site) is not None:
             # the hand-off fixer's (re-issue keeps the addresses the graph reads), which
@@ -55,23 +55,26 @@ def plan_external_events(model: ModuleModel, floor: Confidence, *, compile_safe:
         if isinstance(made, str):
             plan.not_fixed.append((found.code, found.node, made))
             continue
-        for call in made:
-            statement = _statement_of(model, call)
-            if statement is None:
-                plan.not_fixed.append((found.code, found.node, "the event is made outside any statement"))
-                break
-            calls = by_statement.setdefault(statement, [])
+        places = [(call, _statement_of(model, call)) for call in made]
+        if any(statement is None for _, statement in places):
+            plan.not_fixed.append((found.code, found.node, "the event is made outside any statement"))
+            continue
+        for call, statement in places:
+            assert statement is not None
+            calls, owners = by_statement.setdefault(statement, ([], []))
             if not any(c is call for c in calls):
                 calls.append(call)
-    for statement, calls in by_statement.items():
+            owners.append(Owner(found.code, found.node))
+    for statement, (calls, owners) in by_statement.items():
         marked = statement.visit(_MarkExternal(calls))
         assert isinstance(marked, cst.BaseStatement)
-        plan.replace(
-            statement,
-            marked,
-            RULES,
-            "make the event external: its wait is legal across capture boundaries",
-        )
+        with plan.owning(owners):
+            plan.replace(
+                statement,
+                marked,
+                RULES,
+                "make the event external: its wait is legal across capture boundaries",
+            )
     return plan
 
 

@@ -13,7 +13,9 @@ import libcst as cst
 from offlint.analysis.model import CallSite, ModuleModel
 from offlint.analysis.reachability import finding_reach
 from offlint.analysis.rule import Rule, findings_of
+from offlint.analysis.syntax import walk
 from offlint.diagnostics import Confidence
+from offlint.fixing.edits import Owner
 
 
 @dataclass(frozen=True)
@@ -48,3 +50,14 @@ def at_call_sites(model: ModuleModel, codes: tuple[str, ...], floor: Confidence)
         site = by_node.get(id(found.node))
         if site is not None:
             yield found, site
+
+
+def owners_within(
+    model: ModuleModel, codes: tuple[str, ...], floor: Confidence, nodes: list[cst.CSTNode]
+) -> list[Owner]:
+    """The findings of `codes` (shown at `floor`) reported inside any of `nodes`: those a
+    rewrite of those statements fixes."""
+    inside: set[int] = set()
+    for node in nodes:
+        inside.update(id(n) for n in walk(node))
+    return [Owner(found.code, found.node) for found in findings(model, codes, floor) if id(found.node) in inside]

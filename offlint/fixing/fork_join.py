@@ -31,7 +31,7 @@ from offlint.analysis.streams import fork_key, is_join_of
 from offlint.analysis.syntax import same_code, walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
-from offlint.fixing.edits import StatementPlan
+from offlint.fixing.edits import Owner, StatementPlan
 from offlint.fixing.event_handoff import RULES as HANDOFF_RULES
 from offlint.fixing.event_handoff import handoff_of, paired_waits, plan_event_handoffs
 from offlint.fixing.findings import Found, at_call_sites
@@ -54,7 +54,11 @@ def plan_fork_joins(model: ModuleModel, floor: Confidence, *, compile_safe: bool
             if left:
                 plan.not_fixed.append((found.code, found.node, _pair_reason(model, left[0][0], left[0][1])))
                 continue
-        placed = _join(model, site, spelling)
+        owner = Owner(found.code, found.node)
+        for wait, _ in pairs:  # the fork and the wait on its event: fixed together or not at all
+            plan.join_units(owner, Owner(wait.code, wait.node))
+        with plan.owning([owner]):
+            placed = _join(model, site, spelling)
         if isinstance(placed, str):
             plan.not_fixed.append((found.code, found.node, placed))
             continue
@@ -71,10 +75,11 @@ def plan_fork_joins(model: ModuleModel, floor: Confidence, *, compile_safe: bool
             if compile_safe
             else "join the fork while capturing where its work ends (overlap past this call is lost in graphs)"
         )
-        if before:
-            plan.insert_before(anchor, [join], RULES, title)
-        else:
-            plan.insert_after(anchor, [join], RULES, title)
+        with plan.owning([owner]):
+            if before:
+                plan.insert_before(anchor, [join], RULES, title)
+            else:
+                plan.insert_after(anchor, [join], RULES, title)
     return plan
 
 

@@ -27,7 +27,7 @@ from offlint.analysis.syntax import walk
 from offlint.diagnostics import Confidence
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.compile_safe import NEEDS_CAPTURE_STATE
-from offlint.fixing.edits import StatementPlan
+from offlint.fixing.edits import Owner, StatementPlan
 from offlint.fixing.findings import findings
 
 RULES = ("OFL201",)
@@ -41,7 +41,7 @@ def plan_hook_moves(model: ModuleModel, floor: Confidence, *, compile_safe: bool
     plan = StatementPlan()
     spelling = CaptureTestSpelling(model, plan, RULES)
     moves = None
-    done: set[int] = set()
+    done: dict[int, Owner] = {}
     for found in findings(model, RULES, floor):
         if moves is None:
             moves = module_moves(model)
@@ -66,10 +66,13 @@ def plan_hook_moves(model: ModuleModel, floor: Confidence, *, compile_safe: bool
         if compile_safe:  # keep-and-put-back happens only while capturing
             plan.not_fixed.append((found.code, found.node, COMPILE_SAFE_REASON))
             continue
+        owner = Owner(found.code, found.node)
         if id(cls) in done:
+            plan.join_units(done[id(cls)], owner)  # the class's one rewrite fixes both
             continue
-        done.add(id(cls))
-        _plan(model, cls, paired, move, plan, spelling)
+        done[id(cls)] = owner
+        with plan.owning([owner]):
+            _plan(model, cls, paired, move, plan, spelling)
     return plan
 
 

@@ -18,11 +18,12 @@ import libcst as cst
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import CallSite, FunctionInfo, ModuleModel
 from offlint.analysis.reachability import finding_reach
-from offlint.analysis.streams import innermost_side_scope
+from offlint.analysis.streams import current_stream_scope
 from offlint.analysis.syntax import walk
 from offlint.analysis.torch_api import CURRENT_STREAM
 from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
-from offlint.fixing.edits import StatementPlan, statements
+from offlint.fixing.edits import Owner, StatementPlan, statements
+from offlint.fixing.findings import Found, at_call_sites
 from offlint.fixing.shape import contains, top_level_statements
 
 PINNABLE_FACTORIES = frozenset(
@@ -51,24 +52,44 @@ _LIKE = "_like"
 # ----------------------------------------------------------------------------- OFL204
 
 
-def plan_record_stream_fix(model: ModuleModel) -> StatementPlan:
+def plan_record_stream_fix(model: ModuleModel, floor: Confidence = DEFAULT_MIN_CONFIDENCE) -> StatementPlan:
+    """For each OFL204 finding (and no other `record_stream`): its own argument, the current
+    stream taken inside the side-stream block, becomes the consumer stream taken just before the
+    block. A `record_stream` the rule leaves alone in the same block (a tensor handed in, used on
+    the side stream: recording the side stream is right there) keeps its argument."""
     plan = StatementPlan()
-    by_scope: dict[cst.With, list[tuple[CallSite, FunctionInfo]]] = {}
-    for site in model.all_calls():
-        if site.method != "record_stream" or len(site.node.args) != 1 or not site.stream_scopes:
-            continue
-        arg = site.node.args[0].value
-        if not (isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM):
-            continue
-        scope = innermost_side_scope(model, site.stream_scopes)
+    by_scope: dict[cst.With, list[tuple[Found, CallSite]]] = {}
+    for found, site in at_call_sites(model, ("OFL204",), floor):
+        arg = site.node.args[0].value if len(site.node.args) == 1 else None
+        # the finding's fact: the block inside which its stream was taken as the current stream
+        scope = (
+            current_stream_scope(model, site.function, arg, site.order, site.stream_scopes)
+            if arg is not None
+            else None
+        )
         if scope is None or not isinstance(scope.node, cst.With):
-            continue  # a `set_stream` switch: no `with` to rewrite
-        by_scope.setdefault(scope.node, []).append((site, site.function))
+            plan.not_fixed.append(
+                (found.code, found.node, "the stream is switched by a call, not a `with` block: no block to take the consumer stream before")
+            )
+            continue
+        if not (isinstance(arg, cst.Call) and model.qualname(arg.func) in CURRENT_STREAM) or not any(
+            s is scope for s in site.stream_scopes
+        ):
+            plan.not_fixed.append(
+                (
+                    found.code,
+                    found.node,
+                    "the current stream is taken into a name (or by a caller) before this call: take it before "
+                    "`with torch.cuda.stream(...)` by hand and record that",
+                )
+            )
+            continue
+        by_scope.setdefault(scope.node, []).append((found, site))
     for with_stmt, sites in by_scope.items():
-        fn = sites[0][1]
+        fn = sites[0][1].function
         name = _fresh_name(fn, "consumer_stream")
-        current = model.module.code_for_node(sites[0][0].node.args[0].value)
-        args = {id(site.node.args[0].value) for site, _ in sites}
+        current = model.module.code_for_node(sites[0][1].node.args[0].value)
+        args = {id(site.node.args[0].value) for _, site in sites}
 
         changed = with_stmt.visit(_UseConsumerStream(args, name))
         assert isinstance(changed, cst.With)
@@ -77,10 +98,11 @@ def plan_record_stream_fix(model: ModuleModel) -> StatementPlan:
             "# stream itself, and recording a tensor on its allocating stream does nothing.\n"
             f"{name} = {current}\n"
         )
-        plan.insert_before(
-            with_stmt, hoisted, ("OFL204",), "take the consumer stream before the side-stream block"
-        )
-        plan.replace(with_stmt, changed, ("OFL204",), "record the tensor on the consumer stream")
+        with plan.owning([Owner(found.code, found.node) for found, _ in sites]):
+            plan.insert_before(
+                with_stmt, hoisted, ("OFL204",), "take the consumer stream before the side-stream block"
+            )
+            plan.replace(with_stmt, changed, ("OFL204",), "record the tensor on the consumer stream")
     return plan
 
 
@@ -117,29 +139,35 @@ def plan_pin_memory_fix(model: ModuleModel, floor: Confidence = DEFAULT_MIN_CONF
     from offlint.analysis.rules.ofl106_pageable_host_copy import PageableHostCopy
 
     reported = {
-        id(finding.node)
+        id(finding.node): finding.node
         for finding in PageableHostCopy().find(model)
         if finding_reach(model, finding.node, True)[0].at_least(floor)
     }
     plan = StatementPlan()
-    done: set[int] = set()
+    allocations: dict[int, tuple[cst.SimpleStatementLine, cst.Call, list[Owner]]] = {}
     for site in model.all_calls():
         if id(site.node) not in reported:
             continue  # the fix acts on the findings `check` reports, no others
+        owner = Owner("OFL106", reported[id(site.node)])
         source = _host_side_of_copy(model, site)
-        if source is None:
-            continue
-        found = _visible_allocation(model, site, source)
+        found = _visible_allocation(model, site, source) if source is not None else None
         if found is None:
+            plan.not_fixed.append(
+                (
+                    owner.code,
+                    owner.node,
+                    "no single host allocation of the copied tensor is in view here: allocate it with "
+                    "`pin_memory=True` where it is made (and keep it alive for the graph's lifetime)",
+                )
+            )
             continue
         line, call = found
-        if id(call) in done:
-            continue
-        done.add(id(call))
-
+        allocations.setdefault(id(call), (line, call, []))[2].append(owner)
+    for line, call, owners in allocations.values():
         changed = line.visit(_AddPinMemory(call))
         assert isinstance(changed, cst.BaseStatement)
-        plan.replace(line, changed, ("OFL106",), "allocate the host tensor pinned")
+        with plan.owning(owners):
+            plan.replace(line, changed, ("OFL106",), "allocate the host tensor pinned")
     return plan
 
 

@@ -32,8 +32,11 @@ import libcst as cst
 from offlint.analysis.kinds import self_attribute
 from offlint.analysis.model import FunctionInfo, ModuleModel
 from offlint.analysis.syntax import walk
+from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
+from offlint.fixing.capture_modes import CAPTURE_MODES, defeating
 from offlint.fixing.capture_test import CaptureTestSpelling
 from offlint.fixing.edits import StatementPlan, leading_lines_of, statements
+from offlint.fixing.findings import owners_within
 from offlint.fixing.shape import (
     OffloaderShape,
     contains,
@@ -55,7 +58,12 @@ _JOIN_HELPER = "join_offloader_copies"
 
 
 def plan_offloader_fix(
-    model: ModuleModel, strategy: str, *, compile_safe: bool = False
+    model: ModuleModel,
+    strategy: str,
+    *,
+    compile_safe: bool = False,
+    floor: Confidence = DEFAULT_MIN_CONFIDENCE,
+    capture_modes: tuple[str, ...] = CAPTURE_MODES,
 ) -> tuple[StatementPlan, list[str]]:
     """The statement changes for every hazardous offloader shape; and the strategy used per
     shape (for the report). `compile_safe`: only the primed overlap, with no capture test (see
@@ -66,49 +74,95 @@ def plan_offloader_fix(
     for shape in find_shapes(model):
         if not shape.hazards:
             continue
-        name = shape.cls.name
-        if compile_safe:
-            missing = _overlap_missing(shape)
-            if missing:
-                _leave(
-                    shape,
-                    plan,
-                    f"compile-safe: the primed overlap does not fit ({missing}), and the other offloader "
-                    "rewrites need the capture state at run time, which torch.compile(fullgraph=True) "
-                    "cannot trace; fix it with --no-compile-safe where this code is not compiled",
-                )
-                plan.notes.append(f"{name}: not rewritten (compile-safe needs the primed overlap: {missing})")
-                continue
-            if strategy == INLINE:
-                plan.notes.append(
-                    f"{name}: compile-safe uses the primed overlap, not inline (the inline rewrite "
-                    "branches on the capture state at run time)"
-                )
-            _plan_overlap(model, shape, plan, spelling, compile_safe=True)
-            used.append(OVERLAP)
-            continue
-        if strategy in (AUTO, OVERLAP):
-            missing = _overlap_missing(shape)
-            if not missing:
-                _plan_overlap(model, shape, plan, spelling)
-                used.append(OVERLAP)
-                continue
-            if not _join_missing(model, shape):
-                plan.notes.append(_plan_join(model, shape, plan, spelling, missing))
-                used.append(OVERLAP)
-                continue
-            plan.notes.append(
-                f"{name}: overlap strategy not applicable ({missing}); used inline instead. To keep the "
-                f"overlap, call `{_FORWARD_START_HOOK}` (issue the first `prefetch_step` copies) at the start "
-                "of every forward and drop the wrap-around prefetch"
-            )
-        problem = _inline_missing(model, shape)
-        if problem:
-            plan.notes.append(f"{name}: not rewritten ({problem})")
-            continue
-        _plan_inline(model, shape, plan, spelling)
-        used.append(INLINE)
+        with plan.owning(owners_within(model, REWRITE_RULES, floor, _shape_nodes(shape))):
+            _plan_shape(model, shape, _strategy_for(shape, strategy, capture_modes, plan), plan, spelling, used, compile_safe=compile_safe)
     return plan, used
+
+
+def _strategy_for(shape: OffloaderShape, strategy: str, modes: tuple[str, ...], plan: StatementPlan) -> str:
+    """`auto`: the primed overlap where every named capture mode keeps its fork and join in one
+    graph (whole forwards only), else the inline rewrite, which forks nothing while capturing."""
+    if strategy != AUTO:
+        return strategy
+    found = defeating(f"offloader-{OVERLAP}", modes)
+    if found is None:
+        return AUTO
+    plan.note(
+        f"{shape.cls.name}: inline rewrite, not the primed overlap: under capture mode `{found[0]}` {found[1]}. "
+        "The inline rewrite copies on the capturing stream (no overlap inside a graph); if your engine "
+        'captures whole forwards only, set `[tool.offlint] capture-modes = ["whole"]` for the overlap'
+    )
+    return INLINE
+
+
+def _shape_nodes(shape: OffloaderShape) -> list[cst.CSTNode]:
+    """The statements a rewrite of `shape` owns: its class, and the methods elsewhere that
+    prefetch into it (wrap-arounds, priming loops, the owner that builds the offloaders)."""
+    nodes: list[cst.CSTNode] = [shape.cls.node]
+    nodes += [wrap.function.node for wrap in shape.wrap_arounds]
+    nodes += [primer.method.node for primer in shape.primers]
+    if shape.modules_return is not None:
+        nodes.append(shape.modules_return.method.node)
+    return nodes
+
+
+def _plan_shape(
+    model: ModuleModel,
+    shape: OffloaderShape,
+    strategy: str,
+    plan: StatementPlan,
+    spelling: CaptureTestSpelling,
+    used: list[str],
+    *,
+    compile_safe: bool,
+) -> None:
+    name = shape.cls.name
+    if compile_safe:
+        missing = _overlap_missing(shape)
+        if missing:
+            _leave(
+                shape,
+                plan,
+                f"compile-safe: the primed overlap does not fit ({missing}), and the other offloader "
+                "rewrites need the capture state at run time, which torch.compile(fullgraph=True) "
+                "cannot trace; fix it with --no-compile-safe where this code is not compiled",
+            )
+            plan.note(f"{name}: not rewritten (compile-safe needs the primed overlap: {missing})")
+            return
+        if strategy == INLINE:
+            plan.note(
+                f"{name}: compile-safe uses the primed overlap, not inline (the inline rewrite "
+                "branches on the capture state at run time)"
+            )
+        with plan.labelled(f"offloader-{OVERLAP}"):
+            _plan_overlap(model, shape, plan, spelling, compile_safe=True)
+        used.append(OVERLAP)
+        return
+    if strategy in (AUTO, OVERLAP):
+        missing = _overlap_missing(shape)
+        if not missing:
+            with plan.labelled(f"offloader-{OVERLAP}"):
+                _plan_overlap(model, shape, plan, spelling)
+            used.append(OVERLAP)
+            return
+        if not _join_missing(model, shape):
+            with plan.labelled(f"offloader-{OVERLAP}"):
+                plan.note(_plan_join(model, shape, plan, spelling, missing))
+            used.append(OVERLAP)
+            return
+        plan.note(
+            f"{name}: overlap strategy not applicable ({missing}); used inline instead. To keep the "
+            f"overlap, call `{_FORWARD_START_HOOK}` (issue the first `prefetch_step` copies) at the start "
+            "of every forward and drop the wrap-around prefetch"
+        )
+    problem = _inline_missing(model, shape)
+    if problem:
+        plan.note(f"{name}: not rewritten ({problem})")
+        _leave(shape, plan, f"the offloader rewrite does not fit: {problem}")
+        return
+    with plan.labelled(f"offloader-{INLINE}"):
+        _plan_inline(model, shape, plan, spelling)
+    used.append(INLINE)
 
 
 # ----------------------------------------------------------------------------- shared pieces

@@ -96,6 +96,8 @@ def settings_for(
     defaults = [code for code, enabled in selection.items() if enabled]
     select = resolve_selection(config, overrides, codes, defaults, path)
     floor = overrides.min_confidence or config.min_confidence
+    from offlint.fixing.capture_modes import CAPTURE_MODES  # data, importing nothing
+
     compile_safe = config.fix.get("compile-safe", "auto")  # validated by config.py
     return FileSettings(
         select=select,
@@ -103,6 +105,8 @@ def settings_for(
         front_end=front_end,
         min_confidence=Confidence(floor) if floor else DEFAULT_MIN_CONFIDENCE,
         compile_safe=None if compile_safe == "auto" else bool(compile_safe),
+        fix_strategy=str(config.fix.get("strategy", "auto")),
+        capture_modes=config.capture_modes or CAPTURE_MODES,
     )
 
 

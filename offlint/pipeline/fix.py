@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from offlint.diagnostics import FileError
+from offlint.diagnostics import FileError, FileReport
 from offlint.notebooks import NOTEBOOK_NOT_FIXABLE, is_notebook
 from offlint.pipeline.processes import ends_with_the_run
 from offlint.reporting._sources import printable
@@ -61,7 +61,7 @@ def run_fix(
     from offlint.catalogue import CatalogueError, load_catalogue
     from offlint.config import ConfigError, ConfigFinder, SelectionOverrides
     from offlint.discovery import discover
-    from offlint.fixing.apply import fix_source, left_after
+    from offlint.fixing.apply import FIXABLE_RULES, FileFix, fix_source, left_after
     from offlint.fixing.diffs import unified_diff
     from offlint.fixing.writes import (
         inside,
@@ -136,7 +136,8 @@ def run_fix(
             )
         files, run_errors = discover(list(paths), finder, cwd)
         roots = tree_roots(paths)
-        tree = _tree_facts(paths, config_file, overrides) if len(files) > 1 else {}
+        tree_overrides = dataclasses.replace(overrides, min_confidence=min_confidence)
+        tree, shown_in_tree = _tree_facts(paths, config_file, tree_overrides) if len(files) > 1 else ({}, {})
         if apply:
             # only in folders of the tree: a link's target folder elsewhere is not ours to clean
             remove_stale_temps(sorted({Path(f.real).parent for f in files if inside(f.real, roots)}))
@@ -155,6 +156,12 @@ def run_fix(
             )
             if apply and not inside(found.real, roots):
                 run_errors.append(outside_tree_error(found.display, found.real))
+                continue
+            seen = shown_in_tree.get(found.display)
+            if seen is not None and not seen.errors and not any(d.code in FIXABLE_RULES for d in seen.diagnostics):
+                # check's pass over the tree showed nothing a fix acts on here: nothing to do
+                # (fixing each of sglang's 4 719 files again cost 5x the check)
+                results.append(FileFix(path=found.display, original=b"", fixed=b"", left=list(seen.diagnostics)))
                 continue
             data = read_file(found)
             if isinstance(data, FileError):
@@ -268,6 +275,7 @@ def fix_settings(
     from offlint.config import ConfigError, resolve_selection
     from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
     from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+    from offlint.fixing.capture_modes import CAPTURE_MODES
     from offlint.fixing.compile_safe import AUTO as COMPILE_SAFE_AUTO
     from offlint.fixing.compile_safe import parse_setting
     from offlint.fixing.offloader_rewrite import STRATEGIES
@@ -295,20 +303,22 @@ def fix_settings(
         seeds=seeds,
         segmented_capture=segmented,
         hints=hints,
+        capture_modes=config.capture_modes or CAPTURE_MODES,
     )
 
 
 def _tree_facts(
     paths: tuple[Path, ...], config_file: Path | None, overrides: SelectionOverrides
-) -> dict[str, FileSettings]:
+) -> tuple[dict[str, FileSettings], dict[str, FileReport]]:
     """What `check` learns from the whole tree about each file (the functions other modules'
     capture regions reach, segmented capture): a finding `check` shows because another module
-    reaches it is one `fix` sees too. `check`'s own run, with its cache and workers."""
+    reaches it is one `fix` sees too. `check`'s own run, with its cache and workers; and what it
+    showed in each file (at `fix`'s floor), so that a file with nothing to fix is not analysed again."""
     from offlint.pipeline.check import CheckOptions, check_paths
 
     facts: dict[str, FileSettings] = {}
-    check_paths(CheckOptions(paths=paths, overrides=overrides, config_file=config_file, analysed_with=facts))
-    return facts
+    report = check_paths(CheckOptions(paths=paths, overrides=overrides, config_file=config_file, analysed_with=facts))
+    return facts, {f.path: f for f in report.files}
 
 
 def _withheld_fixes(results: list[FileFix], settings: dict[str, FixSettings]) -> int:
