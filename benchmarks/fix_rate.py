@@ -4,7 +4,7 @@
                                   [--min-confidence medium] [--list]
 
 For every file of `fixtures/` and of the annotated corpus (`benchmarks.corpus`, downloaded and
-verified as there), runs `fix` in memory (`fixing.apply.fix_source`, every rule selected, every
+verified as there), runs `fix` in memory (`fixing.loop.fix_source`, every rule selected, every
 fix opted into) and counts, for the given codes, the findings `check` reports before at the
 confidence floor (default: `check`'s own, so what a user sees; `--min-confidence low` counts the
 hidden ones too, and lets `fix` act on them), those gone afterwards (fixed), and those left -
@@ -25,7 +25,8 @@ from benchmarks.corpus import CorpusUnavailable, load_corpus, prepare
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import DEFAULT_MIN_CONFIDENCE, Confidence
-from offlint.fixing.apply import FixSettings, fix_source
+from offlint.fixing.apply import FixSettings
+from offlint.fixing.loop import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CODES = ("OFL101", "OFL103", "OFL201", "OFL202", "OFL204")

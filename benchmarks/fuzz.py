@@ -463,7 +463,8 @@ def failures_for(
     from offlint.analysis.guard import refusal
     from offlint.catalogue import load_catalogue
     from offlint.diagnostics import ErrorKind
-    from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+    from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+    from offlint.fixing.loop import fix_source
     from offlint.pipeline.check import guarded_check
 
     select = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)

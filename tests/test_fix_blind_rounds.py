@@ -13,7 +13,8 @@ import pytest
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import Confidence, Diagnostic
-from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+from offlint.fixing.loop import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "corpus" / "blind").glob("*/cases/*.py"))

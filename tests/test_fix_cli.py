@@ -66,8 +66,8 @@ def test_fix_stdin_writes_the_fixed_source_to_stdout(project: Path) -> None:
     _run(["fix", "--apply", "--exit-zero", "zoo.py"])
     assert result.stdout_bytes == (project / "zoo.py").read_bytes() != source
     # what was done and what is left: stderr, never mixed into the source
-    # the wait's edit (line 56) names the pair it fixes: the fork (OFL103) and the wait (OFL101)
-    assert "zoo.py:56: OFL103, OFL101 [unsafe]" in result.stderr
+    # the pair's edit names both findings it fixes, at their places: the fork and the wait
+    assert "OFL103 (47:9), OFL101 (57:13) [unsafe]" in result.stderr
     assert "OFL105" in result.stderr  # the host sync no fix removes is left ...
     assert result.exit_code == 1  # ... and fails the run, as `fix --apply` does
     assert _run(["fix", "-", "--exit-zero"], input=source).exit_code == 0

@@ -19,10 +19,11 @@ from offlint.analysis.syntax import walk
 from offlint.cli import main
 from offlint.diagnostics import ErrorKind, FixSafety
 from offlint.fixing import apply as apply_module
-from offlint.fixing.apply import Fixer, FixSettings, _check_settings, fix_source
+from offlint.fixing.apply import Fixer, FixSettings, _check_settings
 from offlint.fixing.availability import FIX_AVAILABILITY
 from offlint.fixing.edits import Owner, StatementPlan
 from offlint.fixing.findings import findings
+from offlint.fixing.loop import fix_source
 from offlint.fixing.writes import write_if_unchanged
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,8 +27,9 @@ from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
 from offlint.cli import main
 from offlint.diagnostics import Confidence, Diagnostic
-from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings, fix_source
+from offlint.fixing.apply import FIXABLE_RULES, FileFix, FixSettings
 from offlint.fixing.compile_safe import parse_setting
+from offlint.fixing.loop import fix_source
 from tests.test_fix_dataflow import CaptureError, capture, fresh_torch
 
 # these tests fix for an engine that captures whole forwards (`capture-modes = ["whole"]`):

@@ -24,7 +24,8 @@ from benchmarks.fix_rate import DEFAULT_CODES, measure
 from offlint.analysis.engine import FileSettings, check_source
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import Confidence
-from offlint.fixing.apply import FileFix, FixSettings, fix_source
+from offlint.fixing.apply import FileFix, FixSettings
+from offlint.fixing.loop import fix_source
 
 # these tests fix for an engine that captures whole forwards (`capture-modes = ["whole"]`):
 # the rewrites the split capture modes defeat are offered only there (fixing/capture_modes.py)
@@ -477,7 +478,8 @@ def test_an_event_taken_out_of_a_collection_is_left_saying_so() -> None:
     cannot tell which copy an entry stands for, and says that, not "outside this class"."""
     from offlint.catalogue import load_catalogue
     from offlint.diagnostics import Confidence
-    from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+    from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+    from offlint.fixing.loop import fix_source
 
     source = textwrap.dedent(
         """\

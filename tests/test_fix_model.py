@@ -14,15 +14,10 @@ from offlint.analysis.engine import check_source
 from offlint.catalogue import load_catalogue
 from offlint.cli import main
 from offlint.diagnostics import Confidence, Diagnostic
-from offlint.fixing import apply as apply_module
-from offlint.fixing.apply import (
-    FIXABLE_RULES,
-    FixSettings,
-    _check_settings,
-    apply_text_edits,
-    fix_source,
-)
+from offlint.fixing import loop as apply_module
+from offlint.fixing.apply import FIXABLE_RULES, FixSettings, _check_settings
 from offlint.fixing.availability import FIX_AVAILABILITY
+from offlint.fixing.loop import apply_text_edits, fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 SELECT = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from offlint.catalogue import load_catalogue
 from offlint.cli import main
-from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+from offlint.fixing.loop import fix_source
 
 # these tests fix for an engine that captures whole forwards (`capture-modes = ["whole"]`):
 # the rewrites the split capture modes defeat are offered only there (fixing/capture_modes.py)

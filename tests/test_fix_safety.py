@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from offlint.catalogue import load_catalogue
 from offlint.cli import main
-from offlint.fixing.apply import FIXABLE_RULES, FixSettings, fix_source
+from offlint.fixing.apply import FIXABLE_RULES, FixSettings
+from offlint.fixing.loop import fix_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SELECT = frozenset(load_catalogue()) | frozenset(FIXABLE_RULES)
@@ -102,7 +103,7 @@ def test_read_only_file_is_not_written(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_changed_on_disk_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import offlint.fixing.apply as apply_module
+    import offlint.fixing.loop as apply_module
 
     src = FIXABLE[0]
     target = tmp_path / src.name

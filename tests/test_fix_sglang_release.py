@@ -36,7 +36,7 @@ def _fix(path: Path, *options: str) -> dict:
 
 
 def _codes(path: Path) -> list[str]:
-    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", str(path)])
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "offlint-json", str(path)])
     assert result.exit_code in (0, 1), result.output
     return sorted(d["code"] for d in json.loads(result.stdout)["diagnostics"])
 

@@ -20,7 +20,8 @@ from offlint.analysis.kinds import Kind
 from offlint.analysis.model import Context, ModuleModel
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import Confidence
-from offlint.fixing.apply import FixSettings, fix_source
+from offlint.fixing.apply import FixSettings
+from offlint.fixing.loop import fix_source
 
 ALL = frozenset(load_catalogue())
 

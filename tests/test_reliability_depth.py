@@ -22,7 +22,8 @@ from offlint.analysis.guard import refusal
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import FileReport
 from offlint.fixing import apply
-from offlint.fixing.apply import FIXABLE_RULES, FixSettings, changed_outside, fix_source
+from offlint.fixing.apply import FIXABLE_RULES, FixSettings, changed_outside
+from offlint.fixing.loop import fix_source
 from offlint.pipeline import check as run
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sglang_offloader_original.py"

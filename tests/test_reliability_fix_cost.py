@@ -14,7 +14,8 @@ import pytest
 
 from offlint.catalogue import load_catalogue
 from offlint.fixing import edits
-from offlint.fixing.apply import FixSettings, fix_source
+from offlint.fixing.apply import FixSettings
+from offlint.fixing.loop import fix_source
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sglang_offloader_original.py"
 ELEMENTS = 20_000  # about 130 kB of list literal

@@ -21,7 +21,8 @@ import pytest
 from offlint.analysis.engine import DecodeError, decode_source
 from offlint.analysis.guard import SCREEN_LINE, parse_with_cpython, refusal
 from offlint.catalogue import load_catalogue
-from offlint.fixing.apply import FixSettings, fix_source
+from offlint.fixing.apply import FixSettings
+from offlint.fixing.loop import fix_source
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sglang_offloader_original.py"
 SOURCE = "import torch\n\n\ndef f(x):\n    return x\n"

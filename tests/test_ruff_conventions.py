@@ -182,4 +182,4 @@ def test_fix_edits_are_labelled_with_the_findings_check_reported(project: Path) 
     result = offlint("fix", "offload.py")
     edits = [line for line in result.stderr.splitlines() if "[unsafe]" in line]
     assert edits and not any("OFL202" in line for line in edits)
-    assert "offload.py:80: OFL101 (161:9), OFL103 (149:9) [unsafe]" in edits[0]
+    assert "OFL103 (149:9), OFL101 (161:9) [unsafe]" in edits[0]

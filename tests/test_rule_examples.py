@@ -23,7 +23,8 @@ from offlint.catalogue import (
     load_catalogue,
 )
 from offlint.diagnostics import Confidence
-from offlint.fixing.apply import FixSettings, fix_source
+from offlint.fixing.apply import FixSettings
+from offlint.fixing.loop import fix_source
 
 CATALOGUE = load_catalogue()
 EXAMPLES = [ex for spec in CATALOGUE.values() for ex in (*spec.bad, *spec.good)]

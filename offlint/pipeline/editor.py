@@ -157,7 +157,7 @@ def fixed_text(
     or the fixed text is not valid. `settings`: what the project run knew of the file (the
     seeds other modules give it), so that `fix` sees the findings `check` showed."""
     from offlint.catalogue import load_catalogue
-    from offlint.fixing.apply import fix_source
+    from offlint.fixing.loop import fix_source
     from offlint.pipeline.fix import fix_settings
 
     not_fixed = () if unsafe else tuple(

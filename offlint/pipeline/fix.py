@@ -61,8 +61,9 @@ def run_fix(
     from offlint.catalogue import CatalogueError, load_catalogue
     from offlint.config import ConfigError, ConfigFinder, SelectionOverrides
     from offlint.discovery import discover
-    from offlint.fixing.apply import FIXABLE_RULES, FileFix, fix_source, left_after
+    from offlint.fixing.apply import FIXABLE_RULES, FileFix, left_after
     from offlint.fixing.diffs import unified_diff
+    from offlint.fixing.loop import fix_source
     from offlint.fixing.writes import (
         inside,
         outside_tree_error,

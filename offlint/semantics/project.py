@@ -217,8 +217,8 @@ _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import|import[ \t
 
 
 # the slice lowered and solved; past these the answer is cut (a subset of the full reach)
-MAX_INSTRUCTIONS = 250_000
-SOLVE_BUDGET = 3_000_000
+MAX_INSTRUCTIONS = 120_000
+SOLVE_BUDGET = 600_000
 
 
 def build(
