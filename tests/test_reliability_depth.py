@@ -21,7 +21,7 @@ from offlint.analysis.engine import FileSettings
 from offlint.analysis.guard import refusal
 from offlint.catalogue import load_catalogue
 from offlint.diagnostics import FileReport
-from offlint.fixing import apply
+from offlint.fixing import apply, loop
 from offlint.fixing.apply import FIXABLE_RULES, FixSettings, changed_outside
 from offlint.fixing.loop import fix_source
 from offlint.pipeline import check as run
@@ -119,7 +119,7 @@ def test_fix_error_boundary_covers_everything(monkeypatch: pytest.MonkeyPatch) -
     def explode(*args: object, **kwargs: object) -> object:
         raise RuntimeError("a bug\nwith two lines")
 
-    monkeypatch.setattr(apply, "check_source", explode)
+    monkeypatch.setattr(loop, "check_source", explode)
     data = FIXTURE.read_bytes()
     result = fix_source(data, "f.py", FixSettings(select=ALL))
     assert result.fixed == data and not result.changed
