@@ -73,7 +73,7 @@ def tree_seeds(
     lowered = _load_lowered(cache_folder)
     store = LoweredStore(saved.get("files") if saved else None, lowered.get("lowered") if lowered else None)
     sources = [SourceFile(f.display, f.real, read_one(f), stats.get(f.display)) for f in python]
-    core = build(sources, store)
+    core = build(sources, store, prepare=_without_tables)
     facts = TreeFacts(
         {
             display: tuple(Seed(r.qualname, Confidence(r.tier), r.reason) for r in reached)
@@ -90,6 +90,26 @@ def tree_seeds(
         if store.changed:
             write_blob(cache_folder, name[1], {"lowered": store.kept_lowered()})
     return facts
+
+
+def _without_tables(data: bytes) -> bytes:
+    """The text the core parses: literal tables emptied (CPython's tree of a 1 MB table costs
+    170 MB), lines and columns kept; the original where that does not compile."""
+    from offlint.analysis.guard import compile_quietly
+    from offlint.analysis.prefilter import blank_literal_tables
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    light = blank_literal_tables(text)
+    if light is text:
+        return data
+    try:
+        compile_quietly(light)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return data
+    return light.encode("utf-8")
 
 
 def merged(first: Sequence[Seed], second: Sequence[Seed]) -> tuple[Seed, ...]:

@@ -143,13 +143,18 @@ def _kind_of(objects: set[tuple]) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def lower_source(text: bytes, module: str, display: str, is_package: bool) -> LoweredFile | None:
+def lower_source(
+    text: bytes, module: str, display: str, is_package: bool, prepare: Callable[[bytes], bytes] | None = None
+) -> LoweredFile | None:
+    """`prepare`: what the parser is handed instead of `text` (the pipeline empties literal
+    tables, keeping every other line's number and columns)."""
     if len(text) > MAX_LOWERED_BYTES:
         return None
+    parsed = prepare(text) if prepare is not None else text
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text, display)
+            tree = ast.parse(parsed, display)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     try:
@@ -227,6 +232,7 @@ def build(
     *,
     max_instructions: int = MAX_INSTRUCTIONS,
     budget: int = SOLVE_BUDGET,
+    prepare: Callable[[bytes], bytes] | None = None,
 ) -> Core:
     """The core over the slice of `files` that can matter: the files whose words show streams,
     events, graphs, pinning or an engine interface; the tree modules they import; and the files
@@ -253,7 +259,7 @@ def build(
             source, is_package, facts = modules[module]
             found = cache.get(facts.digest, module, is_package, source.display)
             if found is False:
-                found = lower_source(source.text, module, source.display, is_package)
+                found = lower_source(source.text, module, source.display, is_package, prepare)
                 cache.put(facts.digest, module, is_package, found)
             if isinstance(found, LoweredFile):
                 lowered[module] = found
