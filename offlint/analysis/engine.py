@@ -487,7 +487,7 @@ def _analyse_libcst(job: _Job) -> FileReport:
             from offlint.analysis.positions import libcst_locator, libcst_statement_spans
 
             report.diagnostics, report.suppressed = _diagnostics(
-                path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module)
+                path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module, text)
             )
             report.timings["position"] = time.perf_counter() - started
         if job.fixes is not None and any(d.fixable for d in report.diagnostics):
