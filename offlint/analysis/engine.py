@@ -28,13 +28,14 @@ from offlint.analysis.callgraph import marks_of_unanalysed, reexports_of
 from offlint.analysis.guard import (
     analysis_budget,
     analysis_refusal,
+    compile_quietly,
     depth_problem,
     libcst_budget,
     libcst_refusal,
     parse_with_cpython,
     refusal,
 )
-from offlint.analysis.prefilter import blank_literal_tables, plan_for
+from offlint.analysis.prefilter import blank_literal_tables, literal_table_runs, plan_for
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
@@ -393,29 +394,60 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
     report = job.report
     started = time.perf_counter()
     settings = job.settings
+    runs = literal_table_runs(job.text)  # libcst parses the text without its tables, as `fix` does
+    source = libcst_source(job.text, runs)
     if not _fixable_at_floor(report.diagnostics, settings.min_confidence):
         _leave_unconfirmed_below_floor(report, settings.min_confidence)
-    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics) or libcst_refusal(job.text):
+    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics) or libcst_refusal(source):
         # over the libcst budget the findings stand; `fix` reports the file as too large
         report.diagnostics = [d.without_fix() for d in report.diagnostics]
     else:
-        refused = refusal(job.text)
+        refused = refusal(source)
         if refused is not None:
             report.errors.append(refusal_error(job.path, refused))
             report.diagnostics = []
             return
         try:
-            parsed = libcst.parse_module(job.text)
+            parsed = libcst.parse_module(source)
         except libcst.ParserSyntaxError:
             # CPython parsed it (this is the skeleton path): a libcst limit (~4 000 adjacent
             # string literals), not a syntax error. The findings stand; `fix` cannot edit it.
             report.diagnostics = [d.without_fix() for d in report.diagnostics]
             report.timings["fix availability"] = time.perf_counter() - started
             return
+        del source
         full = build_model(parsed, job.options())
-        report.diagnostics = fixes.confirm(full, job.settings, report.diagnostics)
+        report.diagnostics = [
+            d.without_fix() if d.fix is not None and _edits_a_table(d, runs) else d
+            for d in fixes.confirm(full, job.settings, report.diagnostics)
+        ]
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
+
+
+def libcst_source(text: str, runs: list[tuple[int, int]]) -> str:
+    """What libcst is handed for `text`: without its literal tables' rows (`runs`) when the rest
+    still compiles (every line keeps its number), else the text itself. `fix` does the same on
+    the file's bytes (`fixing/summary.py`)."""
+    if not runs:
+        return text
+    light = blank_literal_tables(text, runs)
+    try:
+        compile_quietly(light)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return text
+    return light
+
+
+def _edits_a_table(diagnostic: Diagnostic, runs: list[tuple[int, int]]) -> bool:
+    """A fix whose edits replace, remove or insert lines inside a table `fix` left out of its
+    parse: `fix` refuses it (`summary.restore`), so `check` does not offer it."""
+    assert diagnostic.fix is not None
+    for edit in diagnostic.fix.edits:
+        first, last = edit.line - 1, edit.end_line - 1
+        if any((first < high and last > low) or low < first < high for low, high in runs):
+            return True
+    return False
 
 
 def _leave_unconfirmed_below_floor(report: FileReport, floor: Confidence) -> None:
@@ -467,14 +499,15 @@ def _analyse_libcst(job: _Job) -> FileReport:
 
     report.timings["import"] = time.perf_counter() - started
     started = time.perf_counter()
-    refused = refusal(text)  # libcst would crash the process on these (SIGSEGV), or take minutes
+    source = libcst_source(text, literal_table_runs(text))  # the one budget: no literal tables
+    refused = refusal(source)  # libcst would crash the process on these (SIGSEGV), or take minutes
     report.timings["guard"] = time.perf_counter() - started
     if refused is not None:
         report.errors.append(refusal_error(path, refused))
         return report
     try:
         started = time.perf_counter()
-        module = libcst.parse_module(text)
+        module = libcst.parse_module(source)
         report.parsed = True
         report.timings["parse"] = report.timings.get("parse", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
@@ -487,7 +520,8 @@ def _analyse_libcst(job: _Job) -> FileReport:
             from offlint.analysis.positions import libcst_locator, libcst_statement_spans
 
             report.diagnostics, report.suppressed = _diagnostics(
-                path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module, text)
+                # positions in the parsed text are the file's: blanking keeps every line and column
+                path, text, findings, libcst_locator(module, source), lambda: libcst_statement_spans(module, source)
             )
             report.timings["position"] = time.perf_counter() - started
         if job.fixes is not None and any(d.fixable for d in report.diagnostics):

@@ -370,19 +370,16 @@ def _comma_run(lines: list[str]) -> bool:
     return False
 
 
-def blank_literal_tables(text: str) -> str:
-    """`text` with the rows of long literal tables (LITERAL_RUN or more consecutive lines that
-    are each whole, comma-ended literal elements) emptied, line ends kept: every other line keeps
-    its number and columns. A table holds no stream code, and CPython's tree of a 1 MB table
-    costs 170 MB; the analysis parses this text instead (the caller parses the original when it
-    does not compile: a run of bare `1,` statements that formed a block's whole body)."""
+def literal_table_runs(text: str) -> list[tuple[int, int]]:
+    """The 0-based [first, end) line ranges (lines split at `\\n`) of the long literal tables in
+    `text`: LITERAL_RUN or more consecutive lines that are each whole, comma-ended literal elements."""
     if text.count("\n") < LITERAL_RUN:
-        return text
+        return []
     lines = text.split("\n")
     if not _comma_run(lines):
-        return text  # most files: the row-by-row match below costs as much as CPython's parse
+        return []  # most files: the row-by-row match below costs as much as CPython's parse
+    runs: list[tuple[int, int]] = []
     start = None
-    blanked = False
     for index in range(len(lines) + 1):
         row = index < len(lines) and _LITERAL_ROW.fullmatch(lines[index]) is not None and _balanced(lines[index])
         if row:
@@ -390,8 +387,35 @@ def blank_literal_tables(text: str) -> str:
                 start = index
             continue
         if start is not None and index - start >= LITERAL_RUN:
-            for blank in range(start, index):
-                lines[blank] = "\r" if lines[blank].endswith("\r") else ""
-            blanked = True
+            runs.append((start, index))
         start = None
-    return "\n".join(lines) if blanked else text
+    return runs
+
+
+def blank_literal_tables(text: str, runs: list[tuple[int, int]] | None = None) -> str:
+    """`text` with the rows of long literal tables (`literal_table_runs`, or `runs`) emptied, line
+    ends kept: every other line keeps its number and columns. A table holds no stream code, and
+    CPython's tree of a 1 MB table costs 170 MB, libcst's over 1 GB: every parser is handed this
+    text instead (the caller parses the original when it does not compile: a run of bare `1,`
+    statements that formed a block's whole body). The one size budget of every parse path."""
+    if runs is None:
+        runs = literal_table_runs(text)
+    if not runs:
+        return text
+    lines = text.split("\n")
+    for start, end in runs:
+        for blank in range(start, end):
+            lines[blank] = "\r" if lines[blank].endswith("\r") else ""
+    return "\n".join(lines)
+
+
+def blank_literal_rows(data: bytes, runs: list[tuple[int, int]]) -> bytes:
+    """`blank_literal_tables` on the file's bytes (its encoding, BOM and line ends kept): the
+    lines of `runs` (counted in the decoded text, split at `\\n` as the bytes are) emptied."""
+    if not runs:
+        return data
+    lines = data.split(b"\n")
+    for start, end in runs:
+        for blank in range(start, end):
+            lines[blank] = b"\r" if lines[blank].endswith(b"\r") else b""
+    return b"\n".join(lines)

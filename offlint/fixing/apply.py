@@ -54,6 +54,7 @@ from offlint.fixing.hook_moves import RULES as HOOK_MOVE_RULES
 from offlint.fixing.hook_moves import plan_hook_moves
 from offlint.fixing.mechanical import plan_pin_memory_fix, plan_record_stream_fix
 from offlint.fixing.offloader_rewrite import AUTO, REWRITE_RULES, plan_offloader_fix
+from offlint.fixing.summary import restore, summarise, table_lines
 
 MAX_ROUNDS = 4
 
@@ -298,19 +299,25 @@ def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         return failed
 
 
-def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
-    result = FileFix(path=path, original=data, fixed=data)
+def _fix_source(original: bytes, path: str, settings: FixSettings) -> FileFix:
+    result = FileFix(path=path, original=original, fixed=original)
     try:
-        text = decode_source(data)
+        text = decode_source(original)
     except DecodeError as exc:
         result.errors.append(FileError(path, ErrorKind.UNDECODABLE, str(exc)))
         return result
-    refused = refusal(text)  # libcst would crash the process on these (SIGSEGV), or take minutes
+    # libcst never sees a long literal table (`summary.py`): the fixers plan on the file with its
+    # rows emptied, and the rows are put back at the end. The budgets apply to what is parsed.
+    summary = summarise(original, text)
+    data = original if summary is None else summary.data
+    refused = refusal(text if summary is None else summary.text)  # libcst would crash (SIGSEGV), or take minutes
+    del text
     if refused is not None:
         result.errors.append(refusal_error(path, refused))
         return result
-    # a fix acts on what `check` shows at the same confidence floor, never on more
-    checked = check_source(data, path, _check_settings(settings))
+    # a fix acts on what `check` shows at the same confidence floor, never on more (and on the
+    # file as `check` reads it: its analysis budget is the file's)
+    checked = check_source(original, path, _check_settings(settings))
     if checked.errors:
         result.errors.extend(checked.errors)
         return result
@@ -442,8 +449,23 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         current = data
         result.edits.clear()
         result.strategies.clear()
+    if summary is None or current == data:
+        result.fixed = original if current == data else current
+    else:
+        restored = restore(summary, original, current)
+        if restored is None:
+            result.errors.append(
+                FileError(
+                    path,
+                    ErrorKind.INTERNAL,
+                    f"not fixed: the fixes would change a literal table (lines {table_lines(summary)}); not written",
+                )
+            )
+            current = data
+            result.edits.clear()
+            result.strategies.clear()
+        result.fixed = original if restored is None else restored
     result.edits.sort(key=lambda e: (e.line, e.rule))
-    result.fixed = current
     report = check_source(current, path, _check_settings(settings))
     result.left = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
     result.remaining = [d for d in result.left if d.fixable]
