@@ -155,3 +155,29 @@ def test_a_200_kb_table_module_with_stream_code_costs_little_under_check_and_fix
     size = (tmp_path / "big.py").stat().st_size
     # 183 MB (900x the file) before; the libcst parse of the table was the cost
     assert checked - base <= 20 * size and fixed - base <= 20 * size, (checked / 1e6, fixed / 1e6, base / 1e6)
+
+
+def test_a_notebook_cell_table_is_not_parsed_either(tmp_path: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    table = "TABLE = [\n" + "".join(f"    ({i}.5, {i}.25, 'r{i}'),\n" for i in range(2 * LITERAL_RUN)) + "]\n"
+    cells = [STREAM_CODE, table]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": text.splitlines(keepends=True), "outputs": []} for text in cells],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook))
+    monkeypatch.chdir(tmp_path)
+    found = []
+    for parser in ("cpython", "libcst"):  # the libcst front end parses every analysed file with libcst
+        result = CliRunner().invoke(main, ["check", "--no-cache", "--parser", parser, "--output-format", "concise", "n.ipynb"])
+        assert result.exit_code == 1, result.output
+        found.append([line for line in result.output.splitlines() if "OFL204" in line])
+    assert found[0] == found[1] and len(found[0]) == 1 and "cell 1:43:21" in found[0][0]
+    assert parsed and not any("'r70'" in text for text in parsed)
+    # stdin with the same text: the same
+    piped = CliRunner().invoke(main, ["check", "--no-cache", "--parser", "libcst", "-"], input=STREAM_CODE + table)
+    assert piped.exit_code == 1 and "OFL204" in piped.output
+    assert not any("'r70'" in text for text in parsed)
