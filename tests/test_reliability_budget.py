@@ -181,3 +181,40 @@ def test_a_notebook_cell_table_is_not_parsed_either(tmp_path: Path, parsed: list
     piped = CliRunner().invoke(main, ["check", "--no-cache", "--parser", "libcst", "-"], input=STREAM_CODE + table)
     assert piped.exit_code == 1 and "OFL204" in piped.output
     assert not any("'r70'" in text for text in parsed)
+
+
+def test_a_long_literal_on_one_line_is_one_string_to_the_parsers(parsed: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from offlint.analysis.prefilter import LONG_LITERAL, blank_literal_tables
+
+    weights = "[" + ", ".join(f"{i * 0.0001:.4f}" for i in range(3000)) + "]"
+    assert len(weights) > LONG_LITERAL
+    text = STREAM_CODE + f"\nW = {weights}\nY = f(1, x=({weights[1:-1]}))\n" + STREAM_CODE
+    light = blank_literal_tables(text)
+    assert [len(line) for line in light.split("\n")] == [len(line) for line in text.split("\n")]  # columns kept
+    assert "W = ['    " in light and "0.2999" not in light
+    data = text.encode()
+    report = check_source(data, "m.py", FileSettings(select=ALL), fixes=FIX_AVAILABILITY)
+    assert [d.location.line for d in report.diagnostics if d.fix is not None] == [43, 43 + STREAM_CODE.count("\n") + 3]
+    fixed = fix_source(data, "m.py", FixSettings(select=ALL))
+    assert not any("0.2999" in source for source in parsed)
+    assert fixed.changed and f"W = {weights}\n" in fixed.fixed.decode()
+    monkeypatch.setattr(apply, "summarise", lambda data, text: None)
+    assert fix_source(data, "m.py", FixSettings(select=ALL)).fixed == fixed.fixed
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "z = x[{}]",  # a subscript cannot be empty
+        "z = [a, {}]",  # a name inside: not a literal
+        "z = [{}",  # never closed
+        "z = f'[{}]'",  # not a simple string
+        "z = " + "[" * 30 + "{}" + "]" * 30,  # nested deeper than a row may be: the parsers judge it
+    ],
+)
+def test_what_is_not_a_whole_literal_on_one_line_is_left(line: str) -> None:
+    from offlint.analysis.prefilter import blank_literal_tables
+
+    elements = ", ".join(str(i) for i in range(1000))
+    text = "import torch\n" + line.format(elements) + "\n"
+    assert blank_literal_tables(text) == text
