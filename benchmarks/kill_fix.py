@@ -67,7 +67,9 @@ def temp_files(root: Path) -> list[Path]:
     return [path for path in root.rglob("*") if TEMP.match(path.name)]
 
 
-def trials(files: int, kills: int, seed: int, scratch: Path | None = None) -> tuple[list[str], list[str]]:
+def trials(
+    files: int, kills: int, seed: int, scratch: Path | None = None, *, progress: bool = False
+) -> tuple[list[str], list[str]]:
     """`kills` SIGKILLs of `fix --apply` at random moments on a tree of `files` files (in a
     temporary folder under `scratch`): (problems, log lines). No problem: no half file ever."""
     r = random.Random(seed)
@@ -120,6 +122,12 @@ def trials(files: int, kills: int, seed: int, scratch: Path | None = None) -> tu
             if stale and delay > 2.0:  # the run got past its start: it must have removed them
                 problems.append(f"run {process.pid}: {len(stale)} temporary files of earlier runs left")
             earlier_pids.add(process.pid)
+            if progress and not finished and done % 50 == 0:
+                print(
+                    f"kill_fix: {done} kills, {mixed} mid-write, {half_written} files neither original nor fixed",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if finished or all(now[name] == expected[name] for name in names):
                 write_tree(work / "tree", originals)  # start again from the originals
                 resets += 1
@@ -151,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    problems, log = trials(args.files, args.kills, args.seed)
+    problems, log = trials(args.files, args.kills, args.seed, progress=True)
     text = "\n".join(log) + "\n"
     print(text, end="")
     if args.out is not None:
