@@ -466,7 +466,7 @@ def _fix_source(original: bytes, path: str, settings: FixSettings) -> FileFix:
             result.strategies.clear()
         result.fixed = original if restored is None else restored
     result.edits.sort(key=lambda e: (e.line, e.rule))
-    report = check_source(current, path, _check_settings(settings))
+    report = check_source(result.fixed, path, _check_settings(settings))  # the lines as written
     result.left = [d for d in report.diagnostics if d.confidence.at_least(settings.min_confidence)]
     result.remaining = [d for d in result.left if d.fixable]
     try:
