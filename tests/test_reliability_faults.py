@@ -47,7 +47,7 @@ class _Full:
 
 @contextlib.contextmanager
 def fault(kind: int) -> Iterator[None]:
-    real_open, real_fdopen, real_replace, real_rename = os.open, os.fdopen, os.replace, os.rename
+    real_open, real_fdopen, real_replace, real_rename, real_mkdir = os.open, os.fdopen, os.replace, os.rename, os.mkdir
 
     def refused(*args: object, **kwargs: object) -> None:
         raise OSError(kind, os.strerror(kind))
@@ -61,12 +61,18 @@ def fault(kind: int) -> Iterator[None]:
         handle = real_fdopen(fd, mode, *args, **kwargs)
         return _Full(handle) if kind == errno.ENOSPC and ("w" in mode or "a" in mode) else handle
 
-    os.open, os.fdopen = fake_open, fake_fdopen  # type: ignore[assignment]
+    def fake_mkdir(path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        if kind == errno.EROFS and not os.path.lexists(path):
+            raise OSError(kind, os.strerror(kind), str(path))
+        real_mkdir(path, mode, dir_fd=dir_fd)
+
+    os.open, os.fdopen, os.mkdir = fake_open, fake_fdopen, fake_mkdir  # type: ignore[assignment]
     os.replace = os.rename = refused  # type: ignore[assignment]
     try:
         yield
     finally:
         os.open, os.fdopen, os.replace, os.rename = real_open, real_fdopen, real_replace, real_rename  # type: ignore[assignment]
+        os.mkdir = real_mkdir
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -128,6 +134,16 @@ def test_a_cache_that_cannot_be_written_is_one_warning(tmp_path: Path, kind: int
     assert len(warnings) == 1 and "cache" in warnings[0] and os.strerror(kind) in warnings[0], out
     assert _snapshot(tmp_path / ".offlint_cache") == before
     assert "Found 2 errors" in out
+
+
+def test_a_cache_folder_that_cannot_be_created_is_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _tree(tmp_path)
+    code, out = _run(tmp_path, errno.EROFS, ["check", "m.py"], monkeypatch)
+    assert code == 1, out
+    assert [line for line in out.splitlines() if line.startswith("offlint: warning:")] == [
+        f"offlint: warning: cache not written: {os.strerror(errno.EROFS)}"
+    ]
+    assert not (tmp_path / ".offlint_cache").exists()
 
 
 def test_a_cache_of_another_version_is_ignored_and_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
