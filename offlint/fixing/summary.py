@@ -15,6 +15,7 @@ from typing import cast
 
 from offlint.analysis.guard import compile_quietly
 from offlint.analysis.prefilter import blank_literal_rows, blank_literal_tables, literal_table_runs
+from offlint.fixing.line_diff import changed_blocks
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,6 @@ def summarise(data: bytes, text: str) -> Summary | None:
 def restore(summary: Summary, original: bytes, fixed: bytes) -> bytes | None:
     """`fixed` (the fixers' output on `summary.data`) with the original table rows back in place;
     None when a change touches a table's lines (it cannot be mapped onto the original)."""
-    from offlint.fixing.availability import changed_blocks
-
     before = summary.data.split(b"\n")
     after = fixed.split(b"\n")
     rows = original.split(b"\n")
