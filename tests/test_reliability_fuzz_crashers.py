@@ -103,3 +103,16 @@ def test_the_add_noqa_property_sees_lost_bytes(monkeypatch: pytest.MonkeyPatch) 
     assert [kind for kind, _ in fuzz.add_noqa_failures(data, "m.py", report, FileSettings(select=ALL))] == [
         "add-noqa-lost-bytes"
     ]
+
+
+def test_a_run_keeps_its_failing_inputs_byte_for_byte(tmp_path: Path) -> None:
+    data = b"import torch\n\xff\xfe odd bytes\r\n"
+    source = data.decode("utf-8", "surrogateescape")  # as a run keeps a failing input
+    results = [
+        (7, "mutated", [("fix-not-idempotent", "again")], 0.1, True, source),
+        (8, "mutated", [("fix-refused-round-trip", "by design")], 0.1, True, source),  # not a failure
+        (9, "generated", [], 0.1, True, None),
+    ]
+    written = fuzz.save_crashers(tmp_path, results)
+    assert [p.name for p in written] == ["input-7.bin"]
+    assert written[0].read_bytes() == data
