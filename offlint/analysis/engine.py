@@ -415,10 +415,11 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
             report.diagnostics = [d.without_fix() for d in report.diagnostics]
             report.timings["fix availability"] = time.perf_counter() - started
             return
+        summarised = source is not job.text
         del source
         full = build_model(parsed, job.options())
         report.diagnostics = [
-            d.without_fix() if d.fix is not None and _edits_a_table(d, runs) else d
+            d.without_fix() if d.fix is not None and summarised and _edits_a_table(d, runs) else d
             for d in fixes.confirm(full, job.settings, report.diagnostics)
         ]
         full.dispose()
@@ -499,7 +500,8 @@ def _analyse_libcst(job: _Job) -> FileReport:
 
     report.timings["import"] = time.perf_counter() - started
     started = time.perf_counter()
-    source = libcst_source(text, literal_table_runs(text))  # the one budget: no literal tables
+    runs = literal_table_runs(text)
+    source = libcst_source(text, runs)  # the one budget: no literal tables
     refused = refusal(source)  # libcst would crash the process on these (SIGSEGV), or take minutes
     report.timings["guard"] = time.perf_counter() - started
     if refused is not None:
@@ -527,7 +529,10 @@ def _analyse_libcst(job: _Job) -> FileReport:
         if job.fixes is not None and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
             if _fixable_at_floor(report.diagnostics, settings.min_confidence):
-                report.diagnostics = job.fixes.confirm(model, settings, report.diagnostics)
+                report.diagnostics = [
+                d.without_fix() if d.fix is not None and source is not text and _edits_a_table(d, runs) else d
+                for d in job.fixes.confirm(model, settings, report.diagnostics)
+            ]
             else:
                 _leave_unconfirmed_below_floor(report, settings.min_confidence)
             report.timings["fix availability"] = time.perf_counter() - started
