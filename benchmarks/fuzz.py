@@ -184,7 +184,9 @@ TOKENS = (
 
 
 def corpus() -> list[str]:
+    """The fixtures, every rule's examples (bad, good, fixed) and the blind sets' cases."""
     seeds = [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.py"))]
+    seeds += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "corpus" / "blind").glob("*/cases/*.py"))]
     try:
         from offlint.catalogue import load_catalogue
 
@@ -538,6 +540,17 @@ _DIRECTIVE_LINE = re.compile(r"[ \t]*# offlint: ignore\[[A-Z0-9, ]+\][ \t]*(?:\r
 _LINE_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
+_CODES = re.compile(r"(# offlint: ignore\[)([A-Z0-9, ]*)(\])")
+
+
+def _extended(before: str, after: str) -> bool:
+    """`after` is `before` with codes added to its existing `# offlint: ignore[...]` directive."""
+    old, new = _CODES.search(before), _CODES.search(after)
+    if old is None or new is None or _CODES.sub(r"\1\3", before, 1) != _CODES.sub(r"\1\3", after, 1):
+        return False
+    return {c.strip() for c in old.group(2).split(",")} <= {c.strip() for c in new.group(2).split(",")}
+
+
 def add_noqa_failures(data: bytes, name: str, report: FileReport, settings: FileSettings) -> list[tuple[str, str]]:
     """`check --add-noqa` on the findings `report` shows: it never raises; every byte of the input
     is kept (each line is the start of a line of the output, in order; the only new lines are
@@ -567,7 +580,9 @@ def add_noqa_failures(data: bytes, name: str, report: FileReport, settings: File
     before, after = _LINE_END.findall(text), _LINE_END.findall(result.text)
     at = 0
     for line in after:
-        if at < len(before) and line.startswith(before[at].rstrip("\r\n").rstrip(" \t")):
+        if at < len(before) and (
+            line.startswith(before[at].rstrip("\r\n").rstrip(" \t")) or _extended(before[at], line)
+        ):
             at += 1
         elif not _DIRECTIVE_LINE.fullmatch(line):
             return [("add-noqa-lost-bytes", f"output line {line[:80]!r} is neither an input line nor a directive")]

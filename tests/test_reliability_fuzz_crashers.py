@@ -116,3 +116,13 @@ def test_a_run_keeps_its_failing_inputs_byte_for_byte(tmp_path: Path) -> None:
     written = fuzz.save_crashers(tmp_path, results)
     assert [p.name for p in written] == ["input-7.bin"]
     assert written[0].read_bytes() == data
+
+
+def test_add_noqa_writes_no_directive_its_own_scan_cannot_read() -> None:
+    # input 43064: `tokenize` refuses the file (CPython compiles it), so no comment in it can be
+    # read: an own-line directive was written, did not suppress, and was asked for on every run
+    from offlint.suppression import add_directives
+
+    text = (Path(__file__).parent / "data" / "fuzz_crashers" / "input-43064.bin").read_bytes().decode()
+    result = add_directives(text, {63: {"OFL105"}}, None)
+    assert result.text == text and result.added == 0 and result.unplaced == [(63, "OFL105")]
