@@ -252,6 +252,7 @@ def add_directives(
     import ast
 
     from offlint.analysis.guard import compile_quietly
+    from offlint.analysis.prefilter import without_literals
 
     lines = _split_lines(text)
     commentable = _commentable_lines(text)
@@ -295,7 +296,10 @@ def add_directives(
         added += 1
     new_text = "".join(lines)
     try:
-        same_tree = ast.dump(compile_quietly(new_text)) == ast.dump(compile_quietly(text))
+        # without their literal tables (the one parse budget): a directive is never placed in one
+        same_tree = ast.dump(compile_quietly(without_literals(new_text))) == ast.dump(
+            compile_quietly(without_literals(text))
+        )
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         same_tree = True  # not CPython syntax: only comments were touched, re-scanned below
     if not same_tree:  # pragma: no cover - comments never change the tree; a guard, not a path

@@ -218,3 +218,24 @@ def test_what_is_not_a_whole_literal_on_one_line_is_left(line: str) -> None:
     elements = ", ".join(str(i) for i in range(1000))
     text = "import torch\n" + line.format(elements) + "\n"
     assert blank_literal_tables(text) == text
+
+
+def test_add_noqa_parses_no_table_either(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from offlint.analysis import guard
+    from offlint.pipeline import add_noqa
+
+    compiled: list[str] = []
+    real = guard.compile_quietly
+
+    def spy(source: str, *args: object, **kwargs: object) -> object:
+        compiled.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(guard, "compile_quietly", spy)
+    monkeypatch.setattr(add_noqa, "compile_quietly", spy)
+    (tmp_path / "m.py").write_text(table_module(2 * LITERAL_RUN))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--add-noqa", "m.py"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "m.py").read_text().count("# offlint: ignore[OFL204]") == 2
+    assert compiled and not any("0.500, 1.500" in text for text in compiled)

@@ -35,7 +35,12 @@ from offlint.analysis.guard import (
     parse_with_cpython,
     refusal,
 )
-from offlint.analysis.prefilter import blank_literal_tables, literal_table_runs, plan_for
+from offlint.analysis.prefilter import (
+    blank_literal_tables,
+    literal_table_runs,
+    plan_for,
+    without_literals,
+)
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
@@ -339,8 +344,6 @@ def _analyse(job: _Job) -> FileReport:
 
 def _cpython_syntax_error(text: str) -> tuple[int, int | None, str] | None:
     """(line, column, message) of CPython's SyntaxError for `text`, None when it compiles."""
-    from offlint.analysis.guard import compile_quietly
-
     try:
         compile_quietly(text)
     except SyntaxError as exc:
@@ -430,14 +433,7 @@ def libcst_source(text: str, runs: list[tuple[int, int]]) -> str:
     """What libcst is handed for `text`: without its literal tables' rows (`runs`) when the rest
     still compiles (every line keeps its number), else the text itself. `fix` does the same on
     the file's bytes (`fixing/summary.py`)."""
-    if not runs:
-        return text
-    light = blank_literal_tables(text, runs)
-    try:
-        compile_quietly(light)
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-        return text
-    return light
+    return without_literals(text, runs) if runs else text
 
 
 def _edits_a_table(diagnostic: Diagnostic, runs: list[tuple[int, int]]) -> bool:

@@ -488,6 +488,21 @@ def blank_literal_tables(text: str, runs: list[tuple[int, int]] | None = None) -
     return "\n".join(lines)
 
 
+def without_literals(text: str, runs: list[tuple[int, int]] | None = None) -> str:
+    """`blank_literal_tables(text)` where it still compiles, else `text`: what a parser is handed
+    (a run of bare `1,` statements may have been a block's whole body)."""
+    from offlint.analysis.guard import compile_quietly
+
+    light = blank_literal_tables(text, runs)
+    if light is text:
+        return text
+    try:
+        compile_quietly(light)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return text
+    return light
+
+
 def blank_literal_rows(data: bytes, runs: list[tuple[int, int]]) -> bytes:
     """`blank_literal_tables` on the file's bytes (its encoding, BOM and line ends kept): the
     lines of `runs` (counted in the decoded text, split at `\\n` as the bytes are) emptied."""
