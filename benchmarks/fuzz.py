@@ -45,6 +45,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import signal
 import sys
 import tempfile
@@ -183,7 +184,9 @@ TOKENS = (
 
 
 def corpus() -> list[str]:
+    """The fixtures, every rule's examples (bad, good, fixed) and the blind sets' cases."""
     seeds = [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.py"))]
+    seeds += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "corpus" / "blind").glob("*/cases/*.py"))]
     try:
         from offlint.catalogue import load_catalogue
 
@@ -475,6 +478,7 @@ def failures_for(
         return [("check-raised", f"{type(exc).__name__}: {exc}".splitlines()[0])]
     found += [("check-internal", e.message) for e in report.errors if e.kind is ErrorKind.INTERNAL]
     found += front_end_failures(data, name, FileSettings(select=select))
+    found += add_noqa_failures(data, name, report, FileSettings(select=select))
     if not fix or report.errors:
         return found
     try:
@@ -531,6 +535,83 @@ def failures_for(
         if second.fixed != first.fixed:
             found.append(("fix-not-idempotent", "a second fix changed the file again"))
     return found
+
+
+_DIRECTIVE_LINE = re.compile(r"[ \t]*# offlint: ignore\[[A-Z0-9, ]+\][ \t]*(?:\r\n|\r|\n)?")
+_LINE_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+_CODES = re.compile(r"(# offlint: ignore\[)([A-Z0-9, ]*)(\])")
+
+
+def _extended(before: str, after: str) -> bool:
+    """`after` is `before` with codes added to its existing `# offlint: ignore[...]` directive."""
+    old, new = _CODES.search(before), _CODES.search(after)
+    if old is None or new is None or _CODES.sub(r"\1\3", before, 1) != _CODES.sub(r"\1\3", after, 1):
+        return False
+    return {c.strip() for c in old.group(2).split(",")} <= {c.strip() for c in new.group(2).split(",")}
+
+
+def add_noqa_failures(data: bytes, name: str, report: FileReport, settings: FileSettings) -> list[tuple[str, str]]:
+    """`check --add-noqa` on the findings `report` shows: it never raises; every byte of the input
+    is kept (each line is the start of a line of the output, in order; the only new lines are
+    own-line directives); code that compiled still does, to the same tree; a second `check` shows
+    no finding it placed a directive for, and a second `--add-noqa` adds nothing."""
+    from offlint.analysis.engine import DecodeError, decode_source
+    from offlint.analysis.guard import compile_quietly
+    from offlint.analysis.positions import ast_statement_spans
+    from offlint.pipeline.check import guarded_check
+    from offlint.suppression import add_directives
+
+    if not report.diagnostics:
+        return []
+    try:
+        text = decode_source(data)
+    except DecodeError:
+        return []
+    wanted: dict[int, set[str]] = {}
+    for diagnostic in report.diagnostics:
+        wanted.setdefault(diagnostic.location.line, set()).add(diagnostic.code)
+    try:
+        result = add_directives(text, wanted, lambda t: ast_statement_spans(compile_quietly(t)))
+    except Exception as exc:
+        return [("add-noqa-raised", f"{type(exc).__name__}: {exc}".splitlines()[0])]
+    if not result.added:
+        return []
+    before, after = _LINE_END.findall(text), _LINE_END.findall(result.text)
+    at = 0
+    for line in after:
+        if at < len(before) and (
+            line.startswith(before[at].rstrip("\r\n").rstrip(" \t")) or _extended(before[at], line)
+        ):
+            at += 1
+        elif not _DIRECTIVE_LINE.fullmatch(line):
+            return [("add-noqa-lost-bytes", f"output line {line[:80]!r} is neither an input line nor a directive")]
+    if at != len(before):
+        return [("add-noqa-lost-bytes", f"input line {at + 1} is not in the output")]
+    try:
+        tree = ast.dump(compile_quietly(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is not None:
+        try:
+            if ast.dump(compile_quietly(result.text)) != tree:
+                return [("add-noqa-changed-code", "the syntax tree changed")]
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return [("add-noqa-changed-code", f"its output no longer parses: {exc}".splitlines()[0])]
+    placed = sum(len(codes) for codes in wanted.values()) - len(result.unplaced)
+    again = guarded_check(result.text.encode("utf-8"), name, settings)
+    if len(again.diagnostics) > len(report.diagnostics) - placed:
+        shown = [f"{d.code}:{d.location.line}" for d in again.diagnostics]
+        return [("add-noqa-not-suppressed", f"after adding directives check still shows {shown}")]
+    if again.diagnostics:
+        wanted_again: dict[int, set[str]] = {}
+        for diagnostic in again.diagnostics:
+            wanted_again.setdefault(diagnostic.location.line, set()).add(diagnostic.code)
+        second = add_directives(result.text, wanted_again, lambda t: ast_statement_spans(compile_quietly(t)))
+        if second.added:
+            return [("add-noqa-not-idempotent", f"a second --add-noqa added {second.added}")]
+    return []
 
 
 def _written_as_apply_writes(original: bytes, fixed: bytes) -> list[tuple[str, str]]:
@@ -632,7 +713,7 @@ def _run_chunk(job: Job) -> list[Result]:
         found = _in_child(data, f"fuzz_{n}.py", do_fix, keep, timeout)
         seconds = time.perf_counter() - started
         failed = any(kind not in INFO_KINDS for kind, _ in found)
-        source = data.decode("utf-8", "backslashreplace") if failed else None
+        source = data.decode("utf-8", "surrogateescape") if failed else None
         out.append((n, origin, found, seconds, do_fix, source))
     return out
 
@@ -668,12 +749,19 @@ def _in_child(data: bytes, name: str, do_fix: bool, keep: bytes, timeout: float)
 
         with selectors.DefaultSelector() as selector:
             selector.register(pipe, selectors.EVENT_READ)
+            started = time.monotonic()
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
+                    # a hang is `timeout` seconds of the child's cpu: on a loaded machine a child
+                    # can wait that long for a core (then it gets up to 6x the time in all)
+                    used = _cpu_seconds(pid)
+                    if used is not None and used < timeout and time.monotonic() - started < 6 * timeout:
+                        deadline = time.monotonic() + timeout - used
+                        continue
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
-                    return [("hang", f"still running after {timeout:g} s; killed")]
+                    return [("hang", f"still running after {timeout:g} s of cpu; killed")]
                 chunk = pipe.read(65536)
                 if not chunk:
                     break
@@ -685,6 +773,15 @@ def _in_child(data: bytes, name: str, do_fix: bool, keep: bytes, timeout: float)
         return [(str(kind), str(message)) for kind, message in json.loads(b"".join(chunks))]
     except ValueError:
         return [("process-crash", f"exit status {os.WEXITSTATUS(status)}, no result")]
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system cpu seconds of a running process (Linux: /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _properties(data: bytes, name: str, do_fix: bool, keep: bytes) -> list[tuple[str, str]]:
@@ -760,6 +857,19 @@ def summarize(
     return summary
 
 
+def save_crashers(folder: Path, results: list[Result]) -> list[Path]:
+    """Every failing input's bytes as folder/input-N.bin (the regression corpus's format)."""
+    written = []
+    for n, _origin, found, _secs, _fix, source in results:
+        if source is None or not any(kind not in INFO_KINDS for kind, _ in found):
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"input-{n}.bin"
+        path.write_bytes(source.encode("utf-8", "surrogateescape"))
+        written.append(path)
+    return written
+
+
 def merge(summaries: list[dict[str, Any]], command: str) -> dict[str, Any]:
     """One summary for runs that together cover a larger one (chunks of a long run): counts
     added up, the first five examples of each kind kept, the five slowest inputs of all."""
@@ -825,7 +935,7 @@ def _write(out: Path | None, summary: dict[str, Any], text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", type=int, default=10_000)
+    parser.add_argument("--inputs", "--n", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fix-every", type=int, default=1, help="run the fix properties on every Nth input")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -837,6 +947,11 @@ def main(argv: list[str] | None = None) -> int:
         " (default: half generated, half mutated fixtures and examples)",
     )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds before an input counts as a hang")
+    parser.add_argument(
+        "--crashers",
+        type=Path,
+        help="write every failing input here as input-N.bin (tests/data/fuzz_crashers keeps them as regression tests)",
+    )
     parser.add_argument(
         "--merge",
         nargs="+",
@@ -892,6 +1007,8 @@ def main(argv: list[str] | None = None) -> int:
         pool.shutdown(wait=stopped is None, cancel_futures=True)
     elapsed = time.perf_counter() - started
 
+    if args.crashers is not None:
+        save_crashers(args.crashers, results)
     summary = summarize(results, crashed, command=command, elapsed=elapsed, planned=args.inputs, stopped=stopped)
     _write(args.out, summary, render_text(summary, title=f"seed {args.seed}", timeout=args.timeout))
     return 1 if summary["failed_inputs"] or stopped else 0

@@ -67,40 +67,40 @@ def temp_files(root: Path) -> list[Path]:
     return [path for path in root.rglob("*") if TEMP.match(path.name)]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--files", type=int, default=200)
-    parser.add_argument("--kills", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    r = random.Random(args.seed)
+def trials(
+    files: int, kills: int, seed: int, scratch: Path | None = None, *, progress: bool = False
+) -> tuple[list[str], list[str]]:
+    """`kills` SIGKILLs of `fix --apply` at random moments on a tree of `files` files (in a
+    temporary folder under `scratch`): (problems, log lines). No problem: no half file ever."""
+    r = random.Random(seed)
     problems: list[str] = []
     log: list[str] = []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))}
 
-    with tempfile.TemporaryDirectory(prefix="offlint-kill-") as scratch:
-        work = Path(scratch)
-        originals = make_tree(work / "tree", args.files)
+    with tempfile.TemporaryDirectory(prefix="offlint-kill-", dir=scratch) as folder:
+        work = Path(folder)
+        originals = make_tree(work / "tree", files)
         names = sorted(originals)
         write_tree(work / "tree", originals)
         started = time.perf_counter()
-        subprocess.run(COMMAND, cwd=work, capture_output=True, check=False)
+        subprocess.run(COMMAND, cwd=work, capture_output=True, check=False, env=env)
         full_run = time.perf_counter() - started
         expected = read_tree(work / "tree", names)
         changed = sum(1 for name in names if expected[name] != originals[name])
-        log.append(f"tree: {args.files} files, {changed} changed by a full `fix --apply` ({full_run:.1f} s)")
+        log.append(f"tree: {files} files, {changed} changed by a full `fix --apply` ({full_run:.1f} s)")
         if not changed:
             problems.append("nothing to fix: the test would prove nothing")
         write_tree(work / "tree", originals)
 
-        kills = 0
+        done = 0
         temps_seen = 0
         earlier_pids: set[int] = set()
         half_written = 0
         resets = 0
-        while kills < args.kills:
+        mixed = 0  # kills after which some files were fixed and others not: the kill was mid-write
+        while done < kills:
             delay = r.uniform(0.0, full_run * 1.1)
-            process = subprocess.Popen(COMMAND, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            process = subprocess.Popen(COMMAND, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
             finished = False
             try:
                 process.wait(timeout=delay)
@@ -108,23 +108,31 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 os.kill(process.pid, signal.SIGKILL)
                 process.wait()
-                kills += 1
+                done += 1
             now = read_tree(work / "tree", names)
             for name in names:
                 if now[name] not in (originals[name], expected[name]):
                     half_written += 1
-                    problems.append(f"kill {kills} after {delay:.2f} s: {name} is neither original nor fixed")
+                    problems.append(f"kill {done} after {delay:.2f} s: {name} is neither original nor fixed")
+            fixed_now = sum(1 for name in names if now[name] == expected[name] != originals[name])
+            mixed += int(not finished and 0 < fixed_now < changed)
             temps = temp_files(work / "tree")
             temps_seen += len(temps)
             stale = [t for t in temps if int(TEMP.match(t.name)["pid"]) in earlier_pids]  # type: ignore[index]
             if stale and delay > 2.0:  # the run got past its start: it must have removed them
                 problems.append(f"run {process.pid}: {len(stale)} temporary files of earlier runs left")
             earlier_pids.add(process.pid)
+            if progress and not finished and done % 50 == 0:
+                print(
+                    f"kill_fix: {done} kills, {mixed} mid-write, {half_written} files neither original nor fixed",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if finished or all(now[name] == expected[name] for name in names):
                 write_tree(work / "tree", originals)  # start again from the originals
                 resets += 1
         # the next run, uninterrupted
-        subprocess.run(COMMAND, cwd=work, capture_output=True, check=False)
+        subprocess.run(COMMAND, cwd=work, capture_output=True, check=False, env=env)
         left = temp_files(work / "tree")
         final = read_tree(work / "tree", names)
         if left:
@@ -133,13 +141,25 @@ def main() -> int:
         if not_fixed:
             problems.append(f"after the last run: {len(not_fixed)} files not fully fixed")
         log.append(
-            f"kills: {kills} (SIGKILL after 0-{full_run * 1.1:.1f} s), tree reset {resets} times;"
+            f"kills: {done} (SIGKILL after 0-{full_run * 1.1:.1f} s), tree reset {resets} times;"
+            f" kills that landed mid-write (some files fixed, some not): {mixed};"
             f" files neither original nor fixed after a kill: {half_written};"
             f" temporary files seen right after a kill: {temps_seen};"
             f" left after the next run: {len(left)}; files not fully fixed after it: {len(not_fixed)}"
         )
     log.append("result: " + ("PASS" if not problems else "FAIL"))
     log += [f"  {problem}" for problem in problems[:20]]
+    return problems, log
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--kills", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    problems, log = trials(args.files, args.kills, args.seed, progress=True)
     text = "\n".join(log) + "\n"
     print(text, end="")
     if args.out is not None:

@@ -245,6 +245,8 @@ def add_directives(
     text: str,
     wanted: dict[int, set[str]],
     spans_of: Callable[[str], list[tuple[int, int]]] | None,
+    *,
+    _again: bool = True,
 ) -> AddedDirectives:
     """`text` with a `# offlint: ignore[CODES]` directive covering each (line, codes) of `wanted`
     (what `check --add-noqa` writes), every other byte kept.
@@ -259,6 +261,7 @@ def add_directives(
     import ast
 
     from offlint.analysis.guard import compile_quietly
+    from offlint.analysis.prefilter import without_literals
 
     lines = _split_lines(text)
     commentable = _commentable_lines(text)
@@ -302,7 +305,10 @@ def add_directives(
         added += 1
     new_text = "".join(lines)
     try:
-        same_tree = ast.dump(compile_quietly(new_text)) == ast.dump(compile_quietly(text))
+        # without their literal tables (the one parse budget): a directive is never placed in one
+        same_tree = ast.dump(compile_quietly(without_literals(new_text))) == ast.dump(
+            compile_quietly(without_literals(text))
+        )
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         same_tree = True  # not CPython syntax: only comments were touched, re-scanned below
     if not same_tree:  # pragma: no cover - comments never change the tree; a guard, not a path
@@ -315,10 +321,18 @@ def add_directives(
             new_spans = []
         resolve_pending(found, new_spans, [line.rstrip("\r\n") for line in _split_lines(new_text)])
     inserted = sorted(above)
+    failed: list[tuple[int, str]] = []
     for line, codes in wanted.items():
         moved = line + bisect_count(inserted, line)
-        unplaced.extend((line, code) for code in codes if not found.suppresses(code, moved))
-    return AddedDirectives(new_text, added, sorted(set(unplaced)))
+        failed.extend((line, code) for code in codes if not found.suppresses(code, moved))
+    if failed and added and _again:
+        # a directive the re-scan does not see (comments unreadable: a file `tokenize` refuses
+        # but CPython compiles) would be written and then asked for again on every run: only
+        # the ones that work are written
+        keep = {line: {c for c in codes if (line, c) not in failed} for line, codes in wanted.items()}
+        again = add_directives(text, {line: codes for line, codes in keep.items() if codes}, spans_of, _again=False)
+        return AddedDirectives(again.text, again.added, sorted(set(again.unplaced) | set(unplaced) | set(failed)))
+    return AddedDirectives(new_text, added, sorted(set(unplaced) | set(failed)))
 
 
 def bisect_count(sorted_lines: list[int], line: int) -> int:

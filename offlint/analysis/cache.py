@@ -155,6 +155,8 @@ class ResultCache:
         self.folder = folder
         self.engine = key or engine_key()
         self.path = folder / f"results-{self.engine[:24]}.json"
+        # why the last save failed to write (a full disk, a read-only file system), for one warning
+        self.write_error: str | None = None
         self.fresh: dict[str, dict[str, Any]] = {}  # written this run
         self.touched: set[str] = set()
         self.today = _today()
@@ -232,9 +234,16 @@ class ResultCache:
         must not: the cache folder is a link, or not this user's)."""
         if not self.dirty:
             return True
-        folder = _open_folder(self.folder, create=True)
-        if folder is None:
+        try:
+            os.mkdir(self.folder, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            self.write_error = exc.strerror or str(exc)
             return False
+        folder = _open_folder(self.folder)
+        if folder is None:
+            return False  # a link, not a folder, not this user's: not used, by design (no warning)
         try:
             self._mark_folder(folder)
             merged, merged_index = self._read_in(folder)  # another run may have written meanwhile
@@ -263,7 +272,8 @@ class ResultCache:
             )
             _replace_file(folder, self.path.name, payload.encode("utf-8"))
             self._drop_stale_files(folder)
-        except OSError:
+        except OSError as exc:
+            self.write_error = exc.strerror or str(exc)
             return False
         finally:
             _close_folder(folder)

@@ -29,13 +29,19 @@ from offlint.analysis.guard import (
     DEPTH_MESSAGES,
     analysis_budget,
     analysis_refusal,
+    compile_quietly,
     depth_problem,
     libcst_budget,
     libcst_refusal,
     parse_with_cpython,
     refusal,
 )
-from offlint.analysis.prefilter import blank_literal_tables, plan_for
+from offlint.analysis.prefilter import (
+    blank_literal_tables,
+    literal_table_runs,
+    plan_for,
+    without_literals,
+)
 from offlint.diagnostics import (
     DEFAULT_MIN_CONFIDENCE,
     Confidence,
@@ -373,8 +379,6 @@ def syntax_error_of(text: str, path: str) -> FileError | None:
 
 def _cpython_syntax_error(text: str) -> tuple[int, int | None, str] | None:
     """(line, column, message) of CPython's SyntaxError for `text`, None when it compiles."""
-    from offlint.analysis.guard import compile_quietly
-
     try:
         compile_quietly(text)
     except SyntaxError as exc:
@@ -428,27 +432,34 @@ def _confirm_fixes_with_libcst(job: _Job, fixes: FixConfirmer, skeleton_model: M
     report = job.report
     started = time.perf_counter()
     settings = job.settings
+    runs = literal_table_runs(job.text)  # libcst parses the text without its tables, as `fix` does
+    source = libcst_source(job.text, runs)
     if not _fixable_at_floor(report.diagnostics, settings.min_confidence):
         _leave_unconfirmed_below_floor(report, settings.min_confidence)
-    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics) or libcst_refusal(job.text):
+    elif not fixes.may_plan(skeleton_model, settings, report.diagnostics) or libcst_refusal(source):
         # over the libcst budget the findings stand; `fix` reports the file as too large
         report.diagnostics = [d.without_fix() for d in report.diagnostics]
     else:
-        refused = refusal(job.text)
+        refused = refusal(source)
         if refused is not None:
             report.errors.append(refusal_error(job.path, refused))
             report.diagnostics = []
             return
         try:
-            parsed = libcst.parse_module(job.text)
+            parsed = libcst.parse_module(source)
         except libcst.ParserSyntaxError:
             # CPython parsed it (this is the skeleton path): a libcst limit (~4 000 adjacent
             # string literals), not a syntax error. The findings stand; `fix` cannot edit it.
             report.diagnostics = [d.without_fix() for d in report.diagnostics]
             report.timings["fix availability"] = time.perf_counter() - started
             return
+        summarised = source is not job.text
         full = build_model(parsed, job.options())
-        report.diagnostics = _confirmed(fixes, full, job.settings, report.diagnostics, job.text)
+        report.diagnostics = [
+            d.without_fix() if d.fix is not None and summarised and _edits_a_table(d, runs) else d
+            for d in _confirmed(fixes, full, job.settings, report.diagnostics, source)
+        ]
+        del source
         full.dispose()
     report.timings["fix availability"] = time.perf_counter() - started
 
@@ -471,6 +482,24 @@ def _confirmed(
         )
         return [d.left_because(reason) if d.fixable else d for d in diagnostics]
     return fixes.confirm(model, settings, diagnostics)
+
+
+def libcst_source(text: str, runs: list[tuple[int, int]]) -> str:
+    """What libcst is handed for `text`: without its literal tables' rows (`runs`) when the rest
+    still compiles (every line keeps its number), else the text itself. `fix` does the same on
+    the file's bytes (`fixing/summary.py`)."""
+    return without_literals(text, runs) if runs else text
+
+
+def _edits_a_table(diagnostic: Diagnostic, runs: list[tuple[int, int]]) -> bool:
+    """A fix whose edits replace, remove or insert lines inside a table `fix` left out of its
+    parse: `fix` refuses it (`summary.restore`), so `check` does not offer it."""
+    assert diagnostic.fix is not None
+    for edit in diagnostic.fix.edits:
+        first, last = edit.line - 1, edit.end_line - 1
+        if any((first < high and last > low) or low < first < high for low, high in runs):
+            return True
+    return False
 
 
 def _leave_unconfirmed_below_floor(report: FileReport, floor: Confidence) -> None:
@@ -522,14 +551,16 @@ def _analyse_libcst(job: _Job) -> FileReport:
 
     report.timings["import"] = time.perf_counter() - started
     started = time.perf_counter()
-    refused = refusal(text)  # libcst would crash the process on these (SIGSEGV), or take minutes
+    runs = literal_table_runs(text)
+    source = libcst_source(text, runs)  # the one budget: no literal tables
+    refused = refusal(source)  # libcst would crash the process on these (SIGSEGV), or take minutes
     report.timings["guard"] = time.perf_counter() - started
     if refused is not None:
         report.errors.append(refusal_error(path, refused))
         return report
     try:
         started = time.perf_counter()
-        module = libcst.parse_module(text)
+        module = libcst.parse_module(source)
         report.parsed = True
         report.timings["parse"] = report.timings.get("parse", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
@@ -542,13 +573,17 @@ def _analyse_libcst(job: _Job) -> FileReport:
             from offlint.analysis.positions import libcst_locator, libcst_statement_spans
 
             report.diagnostics, report.suppressed = _diagnostics(
-                path, text, findings, libcst_locator(module, text), lambda: libcst_statement_spans(module)
+                # positions in the parsed text are the file's: blanking keeps every line and column
+                path, text, findings, libcst_locator(module, source), lambda: libcst_statement_spans(module, source)
             )
             report.timings["position"] = time.perf_counter() - started
         if job.fixes is not None and any(d.fixable for d in report.diagnostics):
             started = time.perf_counter()
             if _fixable_at_floor(report.diagnostics, settings.min_confidence):
-                report.diagnostics = _confirmed(job.fixes, model, settings, report.diagnostics, text)
+                report.diagnostics = [
+                    d.without_fix() if d.fix is not None and source is not text and _edits_a_table(d, runs) else d
+                    for d in _confirmed(job.fixes, model, settings, report.diagnostics, source)
+                ]
             else:
                 _leave_unconfirmed_below_floor(report, settings.min_confidence)
             report.timings["fix availability"] = time.perf_counter() - started

@@ -12,6 +12,7 @@ Anything unusual falls back to the whole-module provider.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 import libcst as cst
@@ -24,6 +25,68 @@ from offlint.analysis.syntax import walk
 
 def whole_module_positions(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
     return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+
+
+# A line holding only whitespace and a backslash continuation (fuzz input #32621). libcst's
+# tokenizer folds it into the next line and keeps neither: its tree (and its code) lacks that
+# line, and rewrites the next line's indentation as the block's. Every position libcst gives
+# after it is one line early (and off by the indentation difference on the folded line).
+_BLANK_CONTINUATION = re.compile(r"^[ \t\f]*\\(?:\r\n|\r|\n)", re.MULTILINE)
+_INDENT = re.compile(r"[ \t\f]*")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # lines as Python's tokenizer ends them
+
+LineMap = list[tuple[int, int]]  # per line of libcst's code (0-based): (line of the text, column shift)
+
+
+def folded_lines(module: cst.Module, text: str) -> LineMap | None:
+    """Where each line of libcst's code for `module` is in `text`, when `text` holds lines libcst
+    folded away (a blank line continued by a backslash); None when libcst's lines are the text's."""
+    if "\\" not in text or _BLANK_CONTINUATION.search(text) is None:
+        return None
+    code = module.code
+    if code == text:
+        return None
+    return align_folded(code, text)
+
+
+def align_folded(code: str, text: str) -> LineMap | None:
+    """`folded_lines` for libcst's `code` of `text`: every line of `code` is a line of `text`, or,
+    right after folded continuation lines, the next line of `text` with another indentation.
+    None when the two differ in any other way (positions are then libcst's own)."""
+    code_lines = _LINE.findall(code)
+    text_lines = _LINE.findall(text)
+    mapping: LineMap = []
+    at = 0
+    for line in code_lines:
+        folded = False
+        while at < len(text_lines) and text_lines[at] != line and _BLANK_CONTINUATION.fullmatch(text_lines[at]):
+            at += 1
+            folded = True
+        if at >= len(text_lines):
+            return None
+        original = text_lines[at]
+        if original == line:
+            mapping.append((at, 0))
+        elif folded and original.lstrip(" \t\f") == line.lstrip(" \t\f"):
+            shift = len(_INDENT.match(original).group()) - len(_INDENT.match(line).group())  # type: ignore[union-attr]
+            mapping.append((at, shift))
+        else:
+            return None
+        at += 1
+    if any(not _BLANK_CONTINUATION.fullmatch(rest) for rest in text_lines[at:]):
+        return None
+    return mapping
+
+
+def _mapped(position: CodePosition, lines: LineMap) -> CodePosition:
+    if position.line - 1 >= len(lines):
+        return position
+    line, shift = lines[position.line - 1]
+    return CodePosition(line + 1, max(0, position.column + shift))
+
+
+def _map_ranges(ranges: dict[cst.CSTNode, CodeRange], lines: LineMap) -> dict[cst.CSTNode, CodeRange]:
+    return {node: CodeRange(_mapped(r.start, lines), _mapped(r.end, lines)) for node, r in ranges.items()}
 
 
 def _start_lines(body: list[ast.stmt]) -> list[int]:
@@ -90,7 +153,10 @@ def _real(position: CodePosition, shift: int, mini_lines: list[str], source_line
 
 
 def locate(module: cst.Module, text: str, nodes: Collection[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
-    """Ranges for `nodes` (and everything in the statements holding them)."""
+    """Ranges for `nodes` (and everything in the statements holding them), in `text`'s lines."""
+    folded = folded_lines(module, text)
+    if folded is not None:
+        return _map_ranges(whole_module_positions(module), folded)
     try:
         tree = compile_quietly(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -138,10 +204,13 @@ def libcst_locator(module: cst.Module, text: str) -> Callable[[list[cst.CSTNode]
     return locate_nodes
 
 
-def libcst_statement_spans(module: cst.Module) -> list[tuple[int, int]]:
+def libcst_statement_spans(module: cst.Module, text: str | None = None) -> list[tuple[int, int]]:
     from offlint.suppression import statement_spans
 
     ranges = whole_module_positions(module)
+    folded = folded_lines(module, text) if text is not None else None
+    if folded is not None:
+        ranges = _map_ranges(ranges, folded)
     return statement_spans(module, {n: (r.start.line, r.end.line) for n, r in ranges.items()})
 
 

@@ -344,6 +344,16 @@ LITERAL_RUN = 64  # consecutive rows: a table, not an argument list
 
 
 ROW_DEPTH = 20  # deeper rows are left to the parsers (and the depth guard)
+# A literal this long on one line (`X = [0.1, 0.2, ...]`) is summarised too: the elements
+# between its brackets become one string of the same length (`X = ['          ']`: every column
+# kept; a string costs libcst a byte per character, spaces between brackets 180)
+LONG_LITERAL = 2_000
+# one way only to split a run of elements (a number is maximal): no backtracking blow-up on a
+# long line that turns out not to be a literal
+_ELEMENTS = r"""(?:'[^'\\\r\n]*'|"[^"\\\r\n]*"|\b(?:True|False|None)\b|[0-9][0-9a-zA-Z_.]*(?![0-9a-zA-Z_.])|[-+()\[\]{}:,. \t])"""
+_ELEMENT = re.compile(_ELEMENTS)
+_LONG_LINE = re.compile(rf"[^\n]{{{LONG_LITERAL}}}")
+_PAIRS = {"[": "]", "(": ")", "{": "}"}
 
 
 def _balanced(row: str) -> bool:
@@ -370,19 +380,16 @@ def _comma_run(lines: list[str]) -> bool:
     return False
 
 
-def blank_literal_tables(text: str) -> str:
-    """`text` with the rows of long literal tables (LITERAL_RUN or more consecutive lines that
-    are each whole, comma-ended literal elements) emptied, line ends kept: every other line keeps
-    its number and columns. A table holds no stream code, and CPython's tree of a 1 MB table
-    costs 170 MB; the analysis parses this text instead (the caller parses the original when it
-    does not compile: a run of bare `1,` statements that formed a block's whole body)."""
+def literal_table_runs(text: str) -> list[tuple[int, int]]:
+    """The 0-based [first, end) line ranges (lines split at `\\n`) of the long literal tables in
+    `text`: LITERAL_RUN or more consecutive lines that are each whole, comma-ended literal elements."""
+    runs = _long_literal_lines(text) if _LONG_LINE.search(text) else []
     if text.count("\n") < LITERAL_RUN:
-        return text
+        return runs
     lines = text.split("\n")
     if not _comma_run(lines):
-        return text  # most files: the row-by-row match below costs as much as CPython's parse
+        return runs  # most files: the row-by-row match below costs as much as CPython's parse
     start = None
-    blanked = False
     for index in range(len(lines) + 1):
         row = index < len(lines) and _LITERAL_ROW.fullmatch(lines[index]) is not None and _balanced(lines[index])
         if row:
@@ -390,8 +397,125 @@ def blank_literal_tables(text: str) -> str:
                 start = index
             continue
         if start is not None and index - start >= LITERAL_RUN:
-            for blank in range(start, index):
-                lines[blank] = "\r" if lines[blank].endswith("\r") else ""
-            blanked = True
+            runs.append((start, index))
         start = None
-    return "\n".join(lines) if blanked else text
+    return sorted(runs)
+
+
+def _inline_spans(line: str) -> list[tuple[int, int]]:
+    """The [start, end) columns of `line`'s long literals: LONG_LITERAL or more characters of
+    literal elements right inside a matching bracket pair (not a subscript's), outermost only.
+    One pass: a stack of open brackets, and how many of them (the bottom ones) enclose
+    something that is not a literal element."""
+    spans: list[tuple[int, int]] = []
+    stack: list[int] = []  # positions of the open brackets
+    dirty = 0  # stack[:dirty] enclose a non-literal character
+    at, size = 0, len(line)
+    while at < size:
+        char = line[at]
+        if char in "([{":
+            stack.append(at)
+            if len(stack) > ROW_DEPTH:
+                dirty = len(stack)  # deeper nesting is the parsers' to judge (and the depth guard's)
+            at += 1
+            continue
+        if char in ")]}":
+            if stack and _PAIRS[line[stack[-1]]] == char:
+                clean = len(stack) - 1 >= dirty
+                opening = stack.pop()
+                dirty = min(dirty, len(stack))
+                if clean and at - opening - 1 >= LONG_LITERAL and not _subscript(line, opening):
+                    while spans and spans[-1][0] > opening:
+                        spans.pop()  # an inner literal of this one
+                    spans.append((opening + 1, at))
+            else:
+                stack.clear()
+                dirty = 0
+            at += 1
+            continue
+        match = _ELEMENT.match(line, at)
+        if match is not None and match.end() > at:
+            at = match.end()
+            continue
+        dirty = len(stack)  # a name, an operator, an unclosed string: no open bracket is a literal
+        at += 1
+    return spans
+
+
+def _placeholder(width: int) -> str:
+    """One string literal `width` characters long (at least 2)."""
+    return "'" + " " * (width - 2) + "'"
+
+
+def _subscript(line: str, bracket: int) -> bool:
+    """Whether the `[` at `bracket` subscripts something (`x[...]`: empty, a syntax error)."""
+    if line[bracket] != "[":
+        return False
+    before = line[:bracket].rstrip(" \t")
+    return bool(before) and (before[-1] in _IDENT_CHARS or before[-1] in ")]}'\"")
+
+
+def _long_literal_lines(text: str) -> list[tuple[int, int]]:
+    """(index, index + 1) of each line holding a long literal (`_inline_spans`): one-line runs,
+    told from tables' by their length (a table's run is at least LITERAL_RUN lines)."""
+    found = []
+    for index, line in enumerate(text.split("\n")):
+        if len(line) >= LONG_LITERAL and _inline_spans(line):
+            found.append((index, index + 1))
+    return found
+
+
+def blank_literal_tables(text: str, runs: list[tuple[int, int]] | None = None) -> str:
+    """`text` with the rows of long literal tables (`literal_table_runs`, or `runs`) emptied, line
+    ends kept: every other line keeps its number and columns. A table holds no stream code, and
+    CPython's tree of a 1 MB table costs 170 MB, libcst's over 1 GB: every parser is handed this
+    text instead (the caller parses the original when it does not compile: a run of bare `1,`
+    statements that formed a block's whole body). The one size budget of every parse path."""
+    if runs is None:
+        runs = literal_table_runs(text)
+    if not runs:
+        return text
+    lines = text.split("\n")
+    for start, end in runs:
+        if end - start == 1:  # a long literal on one line: its elements become spaces
+            line = lines[start]
+            for low, high in _inline_spans(line):
+                line = line[:low] + _placeholder(high - low) + line[high:]
+            lines[start] = line
+            continue
+        for blank in range(start, end):
+            lines[blank] = "\r" if lines[blank].endswith("\r") else ""
+    return "\n".join(lines)
+
+
+def without_literals(text: str, runs: list[tuple[int, int]] | None = None) -> str:
+    """`blank_literal_tables(text)` where it still compiles, else `text`: what a parser is handed
+    (a run of bare `1,` statements may have been a block's whole body)."""
+    from offlint.analysis.guard import compile_quietly
+
+    light = blank_literal_tables(text, runs)
+    if light is text:
+        return text
+    try:
+        compile_quietly(light)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return text
+    return light
+
+
+def blank_literal_rows(data: bytes, runs: list[tuple[int, int]]) -> bytes:
+    """`blank_literal_tables` on the file's bytes (its encoding, BOM and line ends kept): the
+    lines of `runs` (counted in the decoded text, split at `\\n` as the bytes are) emptied."""
+    if not runs:
+        return data
+    lines = data.split(b"\n")
+    for start, end in runs:
+        if end - start == 1:
+            line = lines[start]
+            for low, high in _inline_spans(line.decode("latin-1")):  # a character per byte
+                line = line[:low] + _placeholder(high - low).encode() + line[high:]
+            lines[start] = line
+            continue
+        for blank in range(start, end):
+            lines[blank] = b"\r" if lines[blank].endswith(b"\r") else b""
+    return b"\n".join(lines)

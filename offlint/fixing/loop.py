@@ -29,6 +29,7 @@ from offlint.fixing.apply import (
 )
 from offlint.fixing.availability import FIX_LOOP_AVAILABILITY
 from offlint.fixing.edits import Edit
+from offlint.fixing.summary import summarise
 
 
 def fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
@@ -52,7 +53,12 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
     except DecodeError as exc:
         result.errors.append(FileError(path, ErrorKind.UNDECODABLE, str(exc)))
         return result
-    refused = refusal(text)  # libcst would crash the process on these (SIGSEGV), or take minutes
+    # libcst never sees a long literal table (`summary.py`): its budget counts what it would
+    # parse, the file without the tables' rows (check's confirmation parses the same text, and
+    # no fix it offers edits inside a table, so the fixes apply to the file as read)
+    summary = summarise(data, text)
+    light = data if summary is None else summary.data
+    refused = refusal(text if summary is None else summary.text)  # libcst would crash (SIGSEGV), or take minutes
     if refused is not None:
         result.errors.append(refusal_error(path, refused))
         return result
@@ -79,14 +85,14 @@ def _fix_source(data: bytes, path: str, settings: FixSettings) -> FileFix:
         offered = _offered(shown, settings.select, failed)
         if round_number == 0 and not offered and not report.parsed:
             try:  # the prefilter passed over it: a file `fix` cannot read is still reported
-                cst.parse_module(data)
+                cst.parse_module(light)
             except Exception as exc:
                 result.errors.append(parse_error(path, exc))
                 return result
         if round_number == 0:
             unread = next((d.not_fixed for d in shown if d.not_fixed and d.not_fixed.startswith(NOT_REPRODUCED)), None)
             if unread is not None:
-                line = first_difference(data, cst.parse_module(data).bytes)
+                line = first_difference(light, cst.parse_module(light).bytes)
                 result.errors.append(FileError(path, ErrorKind.INTERNAL, f"not fixed: {unread}", line=line))
                 return result
         if not offered:

@@ -12,6 +12,7 @@ import click
 
 from offlint.analysis.guard import compile_quietly
 from offlint.analysis.positions import ast_statement_spans
+from offlint.analysis.prefilter import without_literals
 from offlint.diagnostics import ErrorKind, FileError, RunReport
 from offlint.fixing.writes import inside, outside_tree_error, write_if_unchanged
 from offlint.guarded_io import MAX_SOURCE_BYTES, Refused, read_regular
@@ -23,7 +24,8 @@ EXIT_CLEAN, EXIT_ERROR = 0, 2
 
 
 def _spans_of(text: str) -> list[tuple[int, int]]:
-    return ast_statement_spans(compile_quietly(text))  # the user's warnings are not ours to print
+    # the user's warnings are not ours to print; the tables' rows keep their lines, not their tree
+    return ast_statement_spans(compile_quietly(without_literals(text)))
 
 
 def with_suppressions(text: str, wanted: dict[int, set[str]]) -> AddedDirectives:

@@ -308,7 +308,9 @@ def _check_paths(options: CheckOptions) -> RunReport:
                 pool.close()
     if results_cache is not None:
         with clock("cache"):
-            results_cache.save()
+            if not results_cache.save() and results_cache.write_error is not None:
+                # the results stand (and the exit code with them); only the next run is slower
+                sys.stderr.write(f"offlint: warning: cache not written: {results_cache.write_error}\n")
     report.files.sort(key=lambda f: f.path)
     report.timings["total"] = time.perf_counter() - started
     if options.analysed_with is not None:
