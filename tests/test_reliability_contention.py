@@ -84,6 +84,8 @@ def test_sigkill_at_random_points_leaves_no_half_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_points_over_1000_trials(tmp_path: Path) -> None:
-    problems, log = kill_fix.trials(files=6, kills=1000, seed=36000, scratch=tmp_path)
+def test_sigkill_at_random_points_over_many_trials(tmp_path: Path) -> None:
+    """60 kills here (a kill costs ~9 s on a 2-core machine: 1 000 would outlast CI's 90 minutes);
+    the 1 000-kill campaign is `python -m benchmarks.kill_fix --files 6 --kills 1000 --seed 36000`."""
+    problems, log = kill_fix.trials(files=6, kills=60, seed=36000, scratch=tmp_path)
     assert problems == [], log
