@@ -294,7 +294,18 @@ def call(heap: Heap, site: Site, dst: Node | None, obj: Obj, how: str = "") -> N
         if site.decorator and site.args and site.args[0] is not None:
             heap.copy(dst, site.args[0])  # `@torch.no_grad()`: the function, unchanged
     elif kind == "meth":
-        _call_method(heap, site, dst, obj[1], obj[2])
+        receiver = obj[1]
+        if receiver[0] == "apicall" and receiver[1] in api.ACCELERATORS and obj[2] in api.ACCELERATOR_MAKES:
+            # `get_accelerator().Stream()`: DeepSpeed's accelerator makes what torch.cuda would
+            _call_api(heap, site, dst, "torch.cuda." + _ACCELERATOR_AS_TORCH[obj[2]])
+        else:
+            _call_method(heap, site, dst, receiver, obj[2])
+
+
+_ACCELERATOR_AS_TORCH = {
+    "Stream": "Stream", "Event": "Event", "current_stream": "current_stream", "default_stream": "default_stream",
+    "stream": "stream", "create_graph": "CUDAGraph", "capture_to_graph": "graph",
+}
 
 
 def _init(heap: Heap, site: Site, member: Obj, instance: Obj) -> None:

@@ -11,7 +11,7 @@ Entries (shared/CATALOGUE.md):
 Reach flows along resolved calls, not through calls that only run when no capture is under
 way (a branch on a capture-flag object), and never into a function that drives a capture (it
 runs around its region). A call whose receiver holds no object falls back to the tree's methods
-of that name: at the same tier when one class defines it, one tier lower when several do.
+of that name, one tier lower (none past four defining classes).
 Every reached function keeps the chain that reached it.
 """
 
@@ -85,8 +85,13 @@ class Contexts:
         heap = self.heap
         for unit in heap.units.values():
             for site in unit.sites:
-                if site.method == "replay" and site.callee is not None and any(
-                    o[0] == "meth" and o[1][0] == "graph" for o in heap.objects(site.callee)
+                if site.callee is not None and any(
+                    o[0] == "meth"
+                    and (
+                        (o[2] == "replay" and o[1][0] == "graph")
+                        or (o[2] in api.ACCELERATOR_REPLAYS and o[1][0] == "apicall" and o[1][1] in api.ACCELERATORS)
+                    )
+                    for o in heap.objects(site.callee)
                 ):
                     self.drivers.add(unit.id)
         callers: dict[str, set[str]] = {}
@@ -151,7 +156,7 @@ class Contexts:
                 for uid in self._callable_units(obj):
                     groups.setdefault(("installed", uid), []).append((uid, "an installed forward"))
         for members in groups.values():
-            effects = self.summaries.of(uid for uid, _ in members)
+            effects = self._effects_outside_drivers([uid for uid, _ in members])
             if effects:
                 for uid, why in members:
                     entries.append((uid, Reach(MEDIUM, f"{why} on a forward path that {_effect_words(effects)}", ())))
@@ -169,6 +174,21 @@ class Contexts:
                         if heap.objects(place):
                             break
         return entries
+
+    def _effects_outside_drivers(self, uids: list[str]) -> frozenset[str]:
+        """The effects of `uids` and what they call, leaving out functions that drive graphs: a
+        graph runner's warm-up stream is capture machinery, not an offloader's."""
+        seen: set[str] = set()
+        found: set[str] = set()
+        work = [u for u in uids if u not in self.drivers]
+        while work:
+            uid = work.pop()
+            if uid in seen:
+                continue
+            seen.add(uid)
+            found |= self.summaries.own.get(uid, set())
+            work.extend(t for t in self.summaries.callees.get(uid, ()) if t not in self.drivers and t not in seen)
+        return frozenset(found)
 
     def _callable_units(self, obj: Obj) -> list[str]:
         heap = self.heap
@@ -246,8 +266,8 @@ class Contexts:
         found = self._methods_by_name.get(site.method, [])
         if not found or len(found) > _FALLBACK_LIMIT:
             return []
-        lowered = tier if len(found) == 1 else tier - 1
-        return [(uid, lowered) for uid in found]
+        # one tier lower (DESIGN): a name alone, even defined once, is weaker evidence than objects
+        return [(uid, tier - 1) for uid in found]
 
     # --- reading -----------------------------------------------------------------------------
     def chain(self, uid: str) -> str:

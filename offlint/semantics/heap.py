@@ -247,8 +247,9 @@ class Heap:
         return changed
 
     def _known(self, place: Node) -> bool:
-        """The place holds an object of the tree (not only torch's methods or results)."""
-        return any(o[0] not in ("meth", "apicall") for o in self.pts.get(place, ()))
+        """The place holds an object: of the tree, or an external library's result (never guessed
+        over); a torch method placeholder alone (`self.slot` on a module) is no object."""
+        return any(o[0] != "meth" for o in self.pts.get(place, ()))
 
     # --- classes -----------------------------------------------------------------------------
     def mro(self, cid: str) -> tuple[list[str], list[str]]:

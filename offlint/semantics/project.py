@@ -240,10 +240,19 @@ def build(
     names = ModuleNames()
     cache = store if store is not None else LoweredStore()
     modules: dict[str, tuple[SourceFile, bool, FileFacts]] = {}
+    ambiguous: set[str] = set()
     for source in files:
         module = names.of(source.real)
-        if module is not None and module not in modules:
-            modules[module] = (source, os.path.basename(source.real) == "__init__.py", cache.facts(source))
+        if module is None:
+            continue
+        if module in modules:
+            # two files of one name (loose scripts of several projects side by side): an import
+            # of it cannot be resolved, so neither is part of the slice
+            ambiguous.add(module)
+            continue
+        modules[module] = (source, os.path.basename(source.real) == "__init__.py", cache.facts(source))
+    for module in ambiguous:
+        del modules[module]
     chosen = {m for m, (_, _, facts) in modules.items() if facts.screened}
     lowered: dict[str, LoweredFile] = {}
     cut: list[str] = []

@@ -121,3 +121,19 @@ SLICE_WORDS = (
     r"|wait_event|make_graphed_callables|\.forward\s*=|autograd\.Function|\.stream\(|set_stream"
     r"|get_device_module|\.cpu\(|to\(\s*['\"]cpu"
 )
+
+
+# DeepSpeed's accelerator abstraction (`deepspeed.accelerator.get_accelerator()`), which DeepSpeed
+# and its users call instead of torch.cuda: what its methods make, as torch's own calls would
+ACCELERATORS = frozenset({"deepspeed.accelerator.get_accelerator", "deepspeed.accelerator.real_accelerator.get_accelerator"})
+ACCELERATOR_MAKES: dict[str, str] = {
+    "Stream": "stream",
+    "Event": "event",
+    "current_stream": "current-stream",
+    "default_stream": "default-stream",
+    "stream": "stream-context",
+    "create_graph": "graph",
+    "capture_to_graph": "graph-context",
+}
+# methods of an accelerator that replay a graph (a replay never runs inside a capture)
+ACCELERATOR_REPLAYS = frozenset({"replay_graph"})
