@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from offlint.analysis.guard import compile_quietly
 from offlint.diagnostics import Confidence
 from offlint.semantics.names import ModuleNames
+from offlint.semantics.names import absolute_module as _absolute
 
 __all__ = ["ModuleNames", "Seed", "cross_module_seeds"]
 
@@ -96,18 +97,6 @@ class Seed:
     # the kinds (streams, events, host tensors) the reaching calls hand its parameters, where
     # every reaching call that passes a parameter agrees (`Handed`)
     handed: Handed = ()
-
-
-def _absolute(target: str, module: str, is_package: bool) -> str:
-    """`..mod.f` written in `pkg.sub.this` is `pkg.mod.f`."""
-    if not target.startswith("."):
-        return target
-    level = len(target) - len(target.lstrip("."))
-    parts = module.split(".") if is_package else module.split(".")[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)]
-    rest = target[level:]
-    return ".".join([*parts, rest]) if rest else ".".join(parts)
 
 
 def cross_module_seeds(

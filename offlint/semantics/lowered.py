@@ -35,6 +35,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from offlint.semantics.names import absolute_module
+
 BUILTINS = frozenset(dir(builtins))
 # builtins the core models; other builtin names hold nothing
 MODELLED_BUILTINS = frozenset(
@@ -391,16 +393,7 @@ class _Lowering:
         self.emit((instruction[0], target, *instruction[2:]))
 
     def _absolute(self, module: str | None, level: int) -> str | None:
-        if level == 0:
-            return module
-        parts = self.module.split(".")
-        if not self.is_package:
-            parts = parts[:-1]
-        if level > 1:
-            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
-        if not parts and not module:
-            return None
-        return ".".join([*parts, module] if module else parts)
+        return absolute_module("." * level + (module or ""), self.module, self.is_package) or None
 
     def assign(self, target: ast.expr, value: str | None) -> None:
         if isinstance(target, ast.Name):

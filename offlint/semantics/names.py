@@ -33,3 +33,16 @@ class ModuleNames:
             found = f"{above}.{name}" if above else name
         self._packages[folder] = found
         return found
+
+
+def absolute_module(target: str, module: str, is_package: bool) -> str:
+    """`..mod.f` written in `pkg.sub.this` is `pkg.mod.f` (a name with no leading dot is as
+    written); a relative name past the top package keeps no package part."""
+    if not target.startswith("."):
+        return target
+    level = len(target) - len(target.lstrip("."))
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    if level > 1:
+        parts = parts[: max(0, len(parts) - (level - 1))]
+    rest = target[level:]
+    return ".".join([*parts, rest]) if rest else ".".join(parts)

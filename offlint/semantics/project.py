@@ -16,7 +16,7 @@ from offlint.semantics.calls import apply
 from offlint.semantics.contexts import TIER_NAMES, Contexts
 from offlint.semantics.heap import Heap
 from offlint.semantics.lowered import LoweredFile, from_json, lower, to_json
-from offlint.semantics.names import ModuleNames
+from offlint.semantics.names import ModuleNames, absolute_module
 from offlint.semantics.protocols import engines
 from offlint.semantics.protocols import torch as api
 from offlint.semantics.summaries import Summaries
@@ -281,7 +281,7 @@ def build(
     exporters = {
         module
         for module, (_, is_package, facts) in modules.items()
-        if is_package and any(_resolve(name, module, is_package) in chosen for name in facts.imports)
+        if is_package and any(absolute_module(name, module, is_package) in chosen for name in facts.imports)
     }
     lower_modules(exporters)
     # the files that import either and define a forward (a wrapper module one call away)
@@ -291,7 +291,7 @@ def build(
         for module, (_, is_package, facts) in modules.items()
         if module not in lowered
         and facts.has_forward
-        and any(_resolve(name, module, is_package) in reached for name in facts.imports)
+        and any(absolute_module(name, module, is_package) in reached for name in facts.imports)
     )
     displays = {module: found.path for module, found in lowered.items()}
     heap = Heap(lowered.values(), budget)
@@ -317,14 +317,3 @@ def _imports_of(found: LoweredFile, modules: dict[str, tuple[SourceFile, bool, F
 
 def _imported_names(text: bytes) -> list[str]:
     return [(a or b).decode("ascii", "replace") for a, b in _IMPORT_LINE.findall(text)]
-
-
-def _resolve(name: str, module: str, is_package: bool) -> str:
-    if not name.startswith("."):
-        return name
-    level = len(name) - len(name.lstrip("."))
-    parts = module.split(".") if is_package else module.split(".")[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)]
-    rest = name[level:]
-    return ".".join([*parts, rest]) if rest else ".".join(parts)
