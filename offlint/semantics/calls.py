@@ -245,7 +245,7 @@ def _call_unit(heap: Heap, site: Site, dst: Node | None, unit: Unit, prefix: tup
             heap.copy(unit.kwarg, site.starstar)
     if dst is not None:
         heap.copy(dst, f"r:{unit.id}")
-        if any(i[0] == "copy" and i[1] == f"y:{unit.id}" for i in unit.instructions):
+        if unit.generator:  # known from the lowering: not a scan of the body per call bound
             heap.add(dst, [("gen", unit.id)])
 
 

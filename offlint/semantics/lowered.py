@@ -94,6 +94,7 @@ class Unit:
     param_names: tuple[str, ...] = ()  # positional then keyword-only names
     cls: str | None = None  # the class a method is defined in
     decorated: bool = False
+    generator: bool = False  # it yields: a call gives a generator over what it yields
     instructions: list[tuple] = field(default_factory=list)
     sites: list[Site] = field(default_factory=list)
     # `with` statements: (the with's site, the sites of its body)
@@ -672,6 +673,7 @@ class _Lowering:
                     self.emit(("eload", inner, value))
                     value = inner
                 self.emit(("copy", f"y:{self.scope.unit.id}", value))
+            self.scope.unit.generator = True
             return None
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):

@@ -23,7 +23,7 @@ from offlint.semantics.summaries import Summaries
 
 # files larger than this are not lowered (the analysis budget refuses them too)
 MAX_LOWERED_BYTES = 3_000_000
-_LOWERING_VERSION = "4"
+_LOWERING_VERSION = "5"
 
 
 @dataclass
