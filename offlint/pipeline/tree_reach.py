@@ -52,7 +52,7 @@ def tree_seeds(
         return TreeFacts()
     stats: dict[str, tuple[int, ...]] = {}
     key = _stat_key(python, stats)
-    saved = _load_core(cache_folder)
+    saved = _load(cache_folder, _names()[0])
     tree = saved.get("tree") if saved else None
     if isinstance(tree, dict) and tree.get("key") == key:
         found = _facts_from_json(tree)
@@ -70,7 +70,7 @@ def tree_seeds(
 
         return read_it
 
-    lowered = _load_lowered(cache_folder)
+    lowered = _load(cache_folder, _names()[1])
     store = LoweredStore(saved.get("files") if saved else None, lowered.get("lowered") if lowered else None)
     sources = [SourceFile(f.display, f.real, read_one(f), stats.get(f.display)) for f in python]
     core = build(sources, store, prepare=_without_tables)
@@ -93,23 +93,16 @@ def tree_seeds(
 
 
 def _without_tables(data: bytes) -> bytes:
-    """The text the core parses: literal tables emptied (CPython's tree of a 1 MB table costs
-    170 MB), lines and columns kept; the original where that does not compile."""
-    from offlint.analysis.guard import compile_quietly
-    from offlint.analysis.prefilter import blank_literal_tables
+    """The text the core parses: literal tables emptied, lines and columns kept (the analysis'
+    own `without_literals`, which keeps the original where that does not compile)."""
+    from offlint.analysis.prefilter import without_literals
 
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return data
-    light = blank_literal_tables(text)
-    if light is text:
-        return data
-    try:
-        compile_quietly(light)
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-        return data
-    return light.encode("utf-8")
+    light = without_literals(text)
+    return data if light is text else light.encode("utf-8")
 
 
 def merged(first: Sequence[Seed], second: Sequence[Seed]) -> tuple[Seed, ...]:
@@ -129,20 +122,12 @@ def _names() -> tuple[str, str]:
     return f"core-{engine}.json", f"lowered-{engine}.json"
 
 
-def _load_core(cache_folder: Path | None) -> dict | None:
+def _load(cache_folder: Path | None, name: str) -> dict | None:
     if cache_folder is None:
         return None
     from offlint.analysis.cache import read_blob
 
-    return read_blob(cache_folder, _names()[0])
-
-
-def _load_lowered(cache_folder: Path | None) -> dict | None:
-    if cache_folder is None:
-        return None
-    from offlint.analysis.cache import read_blob
-
-    return read_blob(cache_folder, _names()[1])
+    return read_blob(cache_folder, name)
 
 
 def _facts_to_json(facts: TreeFacts) -> dict:
